@@ -1,0 +1,1 @@
+"""shift-left-dagster: Confluent Cloud Flink SQL pipelines as Dagster assets."""
