@@ -1,0 +1,235 @@
+"""What a Flink statement does, read from its AST: tables written and read, state form, schema.
+
+Decided from the sqlglot tree, never from regexes, so comments, strings and
+CTE names can not fool it.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, Field
+from sqlglot import exp
+
+from shift_left_dagster.project.dialect import (
+    Distribution,
+    MetadataColumnConstraint,
+    StatementSet,
+    TableArgument,
+)
+from shift_left_dagster.project.parsing import Statement, to_flink_sql
+
+WINDOW_TVFS = {"TUMBLE", "HOP", "CUMULATE", "SESSION"}
+
+
+class StateForm(StrEnum):
+    STATEFUL = "stateful"
+    STATELESS = "stateless"
+
+
+class Column(BaseModel):
+    name: str
+    type: str
+    nullable: bool = True
+    computed: bool = False  # `c AS expr` or a METADATA ... VIRTUAL column: not written by INSERT
+    metadata_key: str | None = None
+
+
+class DdlInfo(BaseModel):
+    """A CREATE TABLE: the table's name and contract."""
+
+    table: str
+    columns: list[Column] = Field(default_factory=list)
+    primary_key: list[str] = Field(default_factory=list)
+    changelog_mode: str = "append"
+    distribution: list[str] = Field(default_factory=list)
+    buckets: int | None = None
+    options: dict[str, str] = Field(default_factory=dict)
+    watermark: str | None = None
+    tables_read: list[str] = Field(default_factory=list)  # CREATE TABLE ... AS SELECT
+
+
+class JoinCounts(BaseModel):
+    """shift_left's complexity counters."""
+
+    regular: int = 0
+    left: int = 0
+    right: int = 0
+    inner: int = 0
+    outer: int = 0
+
+
+class DmlInfo(BaseModel):
+    """An INSERT (or a statement set): where it writes, what it reads, whether it keeps state."""
+
+    tables_written: list[str]
+    tables_read: list[str]
+    state_form: StateForm
+    state_reasons: list[str] = Field(default_factory=list)
+    joins: JoinCounts = Field(default_factory=JoinCounts)
+
+
+def table_name(table: exp.Table) -> str:
+    """The project key of a table reference: its last name part (catalog/database are environment)."""
+    return table.name
+
+
+def analyze_ddl(statement: Statement) -> DdlInfo:
+    create = statement.tree
+    if not isinstance(create, exp.Create) or create.kind != "TABLE":
+        raise ValueError("not a CREATE TABLE statement")
+    target = create.this
+    table = target.this if isinstance(target, exp.Schema) else target
+    info = DdlInfo(table=table_name(table))
+    if isinstance(target, exp.Schema):
+        for item in target.expressions:
+            if isinstance(item, exp.ColumnDef):
+                info.columns.append(_column(item))
+            elif isinstance(item, exp.PrimaryKey):
+                info.primary_key = [e.name for e in item.expressions]
+            elif isinstance(item, exp.WatermarkColumnConstraint):
+                info.watermark = to_flink_sql(item)
+    for prop in (create.args.get("properties") or exp.Properties()).expressions:
+        if isinstance(prop, Distribution):
+            info.distribution = [e.name for e in prop.expressions or []]
+            buckets = prop.args.get("buckets")
+            info.buckets = int(buckets.name) if buckets is not None else None
+        elif type(prop) is exp.Property:
+            info.options[prop.name] = prop.text("value")
+    info.changelog_mode = info.options.get(
+        "changelog.mode", "upsert" if info.primary_key else "append"
+    )
+    query = create.expression
+    if isinstance(query, exp.Query):
+        info.tables_read = tables_read(query)
+    return info
+
+
+def _column(column: exp.ColumnDef) -> Column:
+    kind = column.args.get("kind")
+    computed = False
+    metadata_key = None
+    nullable = True
+    for constraint in column.constraints:
+        kind_node = constraint.kind
+        if isinstance(kind_node, exp.ComputedColumnConstraint):
+            computed = True
+        elif isinstance(kind_node, MetadataColumnConstraint):
+            metadata_key = kind_node.name or column.name
+            computed = bool(kind_node.args.get("virtual"))
+        elif isinstance(kind_node, exp.NotNullColumnConstraint) and not kind_node.args.get(
+            "allow_null"
+        ):
+            nullable = False
+        elif isinstance(kind_node, exp.PrimaryKeyColumnConstraint):
+            nullable = False
+    return Column(
+        name=column.name,
+        type=to_flink_sql(kind) if kind is not None else "",
+        nullable=nullable,
+        computed=computed,
+        metadata_key=metadata_key,
+    )
+
+
+def analyze_dml(statement: Statement) -> DmlInfo:
+    tree = statement.tree
+    inserts = tree.expressions if isinstance(tree, StatementSet) else [tree]
+    if not inserts or not all(isinstance(i, exp.Insert) for i in inserts):
+        raise ValueError("expected INSERT INTO ... or EXECUTE STATEMENT SET")
+    written: list[str] = []
+    read: list[str] = []
+    for insert in inserts:
+        target = insert.this
+        target_table = target.this if isinstance(target, exp.Schema) else target
+        written.append(table_name(target_table))
+        read.extend(tables_read(insert.expression))
+    reasons = state_reasons(tree)
+    return DmlInfo(
+        tables_written=_unique(written),
+        tables_read=sorted(set(read)),
+        state_form=StateForm.STATEFUL if reasons else StateForm.STATELESS,
+        state_reasons=reasons,
+        joins=join_counts(tree),
+    )
+
+
+def tables_read(query: exp.Expression | None) -> list[str]:
+    """Tables a query reads: every table reference that is not a CTE of the query."""
+    if query is None:
+        return []
+    ctes = {cte.alias_or_name for cte in query.find_all(exp.CTE)}
+    names = set()
+    for table in query.find_all(exp.Table):
+        name = table_name(table)
+        if not name or (name in ctes and not table.args.get("db")):
+            continue
+        names.add(name)
+    return sorted(names)
+
+
+def state_reasons(tree: exp.Expression) -> list[str]:
+    """Why a statement keeps state (empty: stateless). Rules from DESIGN.md, "State form"."""
+    reasons: list[str] = []
+
+    def add(reason: str) -> None:
+        if reason not in reasons:
+            reasons.append(reason)
+
+    for node in tree.walk():
+        if isinstance(node, exp.Join):
+            if isinstance(node.this, (exp.Unnest, exp.Lateral)):
+                continue  # CROSS JOIN UNNEST: one input row -> many output rows, no state
+            version = node.this.args.get("version") if isinstance(node.this, exp.Table) else None
+            add("temporal join" if version is not None else f"{_join_kind(node)} join")
+        elif isinstance(node, exp.Group):
+            add("GROUP BY aggregation")
+        elif isinstance(node, exp.Distinct) and isinstance(node.parent, exp.Select):
+            add("SELECT DISTINCT")
+        elif isinstance(node, exp.Window):
+            function = node.this.sql_name() if isinstance(node.this, exp.Func) else "OVER"
+            if isinstance(node.this, exp.RowNumber):
+                add("ROW_NUMBER deduplication / top-n")
+            else:
+                add(f"OVER window ({function})")
+        elif isinstance(node, exp.AggFunc) and not isinstance(node.parent, exp.Window):
+            add("aggregate function")
+        elif isinstance(node, exp.MatchRecognize):
+            add("MATCH_RECOGNIZE")
+        elif isinstance(node, TableArgument) and isinstance(node.parent, exp.Func):
+            function = node.parent.name.upper() if isinstance(node.parent, exp.Anonymous) else ""
+            add(f"window TVF {function}".strip() if function in WINDOW_TVFS else "table function")
+        elif isinstance(node, exp.Union) and node.args.get("distinct"):
+            add("UNION (distinct)")
+        elif isinstance(node, (exp.Intersect, exp.Except)):
+            add(node.key.upper())
+    return reasons
+
+
+def _join_kind(join: exp.Join) -> str:
+    side = (join.side or "").upper()
+    kind = (join.kind or "").upper()
+    return " ".join(part for part in (side, kind) if part) or "inner"
+
+
+def join_counts(tree: exp.Expression) -> JoinCounts:
+    counts = JoinCounts()
+    for join in tree.find_all(exp.Join):
+        if isinstance(join.this, (exp.Unnest, exp.Lateral)):
+            continue
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        if side == "LEFT":
+            counts.left += 1
+        elif side == "RIGHT":
+            counts.right += 1
+        elif side == "FULL" or kind == "OUTER":
+            counts.outer += 1
+        elif kind == "INNER":
+            counts.inner += 1
+        else:
+            counts.regular += 1
+    return counts
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,302 @@
+"""A sqlglot dialect for Confluent Cloud for Apache Flink SQL.
+
+sqlglot has no Flink dialect and its Spark reader turns most Flink DDL into
+`exp.Command`. This dialect parses what Confluent teams write (DDL with
+WATERMARK / METADATA / DISTRIBUTED BY, window TVFs, temporal joins, table
+hints, statement sets, ...) into real ASTs, and writes them back as Flink SQL.
+
+It needs the pure-Python sqlglot: sqlglot[c] (sqlglotc) compiles the parser
+and forbids the Python subclasses a dialect is made of.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp, generator, parser, tokens
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.tokens import Token, TokenType
+
+
+class StatementSet(exp.Expression):
+    """EXECUTE STATEMENT SET BEGIN <insert>; ... END: several INSERTs, one job."""
+
+    arg_types = {"expressions": True}
+
+
+class TableArgument(exp.Expression):
+    """`TABLE t` as a table-valued function argument (window TVFs)."""
+
+    arg_types = {"this": True}
+
+
+class OptionsHint(exp.Expression):
+    """`/*+ OPTIONS('k'='v', ...) */` after a table name: dynamic table options."""
+
+    arg_types = {"expressions": True}
+
+    @property
+    def options(self) -> dict[str, str]:
+        return {p.name: p.text("value") for p in self.expressions}
+
+
+class MetadataColumnConstraint(exp.Expression, exp.ColumnConstraintKind):
+    """`METADATA [FROM 'key'] [VIRTUAL]`: a column read from Kafka record metadata."""
+
+    arg_types = {"this": False, "virtual": False}
+
+
+class Distribution(exp.Property):
+    """`DISTRIBUTED [BY [HASH](cols)] INTO n BUCKETS`: the Kafka key and partitions."""
+
+    arg_types = {"expressions": False, "kind": False, "buckets": False}
+
+
+def split_tokens(raw_tokens: list[Token]) -> list[list[Token]]:
+    """Split a token stream into statements on ';', keeping a STATEMENT SET's BEGIN ... END whole.
+
+    Working on tokens (not text) means strings and comments can never split a statement.
+    """
+    chunks: list[list[Token]] = [[]]
+    in_set = False
+    for token in raw_tokens:
+        chunk = chunks[-1]
+        if not in_set and token.token_type == TokenType.BEGIN:
+            in_set = _is_statement_set_start(chunk + [token])
+        elif in_set and token.token_type == TokenType.END:
+            in_set = False
+        if token.token_type == TokenType.SEMICOLON and not in_set:
+            chunks.append([])
+        else:
+            chunk.append(token)
+    return [chunk for chunk in chunks if chunk]
+
+
+def _is_statement_set_start(chunk: list[Token]) -> bool:
+    return (
+        len(chunk) >= 4
+        and chunk[0].token_type == TokenType.EXECUTE
+        and chunk[1].text.upper() == "STATEMENT"
+        and chunk[2].token_type == TokenType.SET
+        and chunk[3].token_type == TokenType.BEGIN
+    )
+
+
+class FlinkParser(parser.Parser):
+    ALIAS_POST_VERSION = True
+
+    STATEMENT_PARSERS = {
+        **parser.Parser.STATEMENT_PARSERS,
+        TokenType.EXECUTE: lambda self: self._parse_execute(),
+    }
+
+    CONSTRAINT_PARSERS = {
+        **parser.Parser.CONSTRAINT_PARSERS,
+        "METADATA": lambda self: self._parse_metadata_constraint(),
+        "WATERMARK": lambda self: self.expression(
+            exp.WatermarkColumnConstraint(
+                this=self._match(TokenType.FOR) and self._parse_column(),
+                expression=self._match(TokenType.ALIAS) and self._parse_disjunction(),
+            )
+        ),
+    }
+
+    SCHEMA_UNNAMED_CONSTRAINTS = {*parser.Parser.SCHEMA_UNNAMED_CONSTRAINTS, "WATERMARK"}
+
+    TABLE_ALIAS_TOKENS = parser.Parser.TABLE_ALIAS_TOKENS - {TokenType.MATCH_RECOGNIZE}
+
+    PROPERTY_PARSERS = {
+        **parser.Parser.PROPERTY_PARSERS,
+        "DISTRIBUTED": lambda self: self._parse_distribution(),
+    }
+
+    def _parse(self, parse_method, raw_tokens, sql=None):  # type: ignore[override]
+        """Chunk statements with `split_tokens` so a STATEMENT SET stays one statement."""
+        self.reset()
+        self.sql = sql or ""
+        self._chunks = split_tokens(raw_tokens) or [[]]
+        return self._parse_batch_statements(parse_method=parse_method, sep_first_statement=False)
+
+    def _parse_execute(self) -> exp.Expression:
+        if not self._match_text_seq("STATEMENT", "SET"):
+            self.raise_error("Expected EXECUTE STATEMENT SET")
+        self._match(TokenType.BEGIN)
+        inserts: list[exp.Expression] = []
+        while self._curr and not self._match(TokenType.END):
+            if self._match(TokenType.SEMICOLON):
+                continue
+            if not self._match(TokenType.INSERT):
+                self.raise_error("Expected INSERT INTO inside STATEMENT SET")
+            inserts.append(self._parse_insert())
+        return self.expression(StatementSet(expressions=inserts))
+
+    def _parse_metadata_constraint(self) -> MetadataColumnConstraint:
+        key = self._parse_string() if self._match(TokenType.FROM) else None
+        virtual = self._match_text_seq("VIRTUAL")
+        return self.expression(MetadataColumnConstraint(this=key, virtual=virtual or None))
+
+    def _parse_distribution(self) -> Distribution:
+        kind = None
+        columns = None
+        if self._match_text_seq("BY"):
+            kind = "HASH" if self._match_text_seq("HASH") else None
+            columns = self._parse_wrapped_csv(self._parse_id_var)
+        buckets = None
+        if self._match(TokenType.INTO):
+            buckets = self._parse_number()
+            if not self._match_text_seq("BUCKETS"):
+                self.raise_error("Expected BUCKETS after DISTRIBUTED ... INTO n")
+        return self.expression(Distribution(expressions=columns, kind=kind, buckets=buckets))
+
+    def _parse_lambda(self, alias: bool = False) -> exp.Expression | None:
+        # `TABLE t` inside a table-valued function call (TUMBLE/HOP/CUMULATE/SESSION).
+        if self._curr and self._curr.token_type == TokenType.TABLE and self._next:
+            if self._next.token_type in (TokenType.VAR, TokenType.IDENTIFIER) or (
+                self._next.token_type in self.ID_VAR_TOKENS
+            ):
+                self._advance()
+                return self.expression(TableArgument(this=self._parse_table_parts()))
+        return super()._parse_lambda(alias=alias)
+
+    def _parse_table_parts(self, *args, **kwargs):  # type: ignore[override]
+        table = super()._parse_table_parts(*args, **kwargs)
+        self._table_hints = None
+        if table is not None and self._match(TokenType.HINT):
+            self._table_hints = [self._parse_options_hint(self._prev_comments)]
+            table.set("hints", self._table_hints)
+        return table
+
+    def _parse_table_hints(self) -> list[exp.Expression] | None:
+        # sqlglot re-sets "hints" after the alias; hand back the hint read after the name.
+        hints, self._table_hints = getattr(self, "_table_hints", None), None
+        return hints
+
+    def _parse_options_hint(self, comments: list[str] | None) -> OptionsHint:
+        text = (comments or [""])[0].strip().lstrip("+").strip()
+        if not text.upper().startswith("OPTIONS"):
+            self.raise_error(f"Unsupported table hint /*+ {text} */: only OPTIONS(...) is supported")
+        inner = exp.maybe_parse(f"SELECT {text[len('OPTIONS'):]}", dialect=self.dialect)
+        pairs: list[exp.Expression] = []
+        values = inner.expressions if isinstance(inner, exp.Select) else []
+        if len(values) == 1 and isinstance(values[0], exp.Tuple):
+            values = values[0].expressions
+        elif len(values) == 1 and isinstance(values[0], exp.Paren):
+            values = [values[0].this]
+        for item in values:
+            if not isinstance(item, exp.EQ):
+                self.raise_error(f"Bad OPTIONS hint entry {item.sql()}: expected 'key' = 'value'")
+            pairs.append(exp.Property(this=exp.Literal.string(item.left.name), value=item.right))
+        return OptionsHint(expressions=pairs)
+
+
+class FlinkGenerator(generator.Generator):
+    TYPE_MAPPING = {
+        **generator.Generator.TYPE_MAPPING,
+        exp.DataType.Type.TEXT: "STRING",
+        exp.DataType.Type.VARBINARY: "BYTES",
+        exp.DataType.Type.TIMESTAMPLTZ: "TIMESTAMP_LTZ",
+        exp.DataType.Type.STRUCT: "ROW",
+        exp.DataType.Type.LIST: "MULTISET",
+    }
+
+    TRANSFORMS = {
+        **generator.Generator.TRANSFORMS,
+        StatementSet: lambda self, e: self.statementset_sql(e),
+        TableArgument: lambda self, e: self.tableargument_sql(e),
+        OptionsHint: lambda self, e: self.optionshint_sql(e),
+        MetadataColumnConstraint: lambda self, e: self.metadatacolumnconstraint_sql(e),
+        Distribution: lambda self, e: self.distribution_sql(e),
+    }
+
+    PROPERTIES_LOCATION = {
+        **generator.Generator.PROPERTIES_LOCATION,
+        Distribution: exp.Properties.Location.POST_SCHEMA,
+    }
+
+    def statementset_sql(self, expression: StatementSet) -> str:
+        inserts = "".join(f"{self.sql(e)};{self.sep()}" for e in expression.expressions)
+        return f"EXECUTE STATEMENT SET{self.sep()}BEGIN{self.sep()}{inserts}END"
+
+    def tableargument_sql(self, expression: TableArgument) -> str:
+        return f"TABLE {self.sql(expression, 'this')}"
+
+    def optionshint_sql(self, expression: OptionsHint) -> str:
+        pairs = ", ".join(
+            f"{self.sql(p, 'this')}={self.sql(p, 'value')}" for p in expression.expressions
+        )
+        return f"/*+ OPTIONS({pairs}) */"
+
+    def metadatacolumnconstraint_sql(self, expression: MetadataColumnConstraint) -> str:
+        key = self.sql(expression, "this")
+        return "METADATA" + (f" FROM {key}" if key else "") + (
+            " VIRTUAL" if expression.args.get("virtual") else ""
+        )
+
+    def distribution_sql(self, expression: Distribution) -> str:
+        columns = self.expressions(expression, flat=True)
+        by = ""
+        if columns:
+            kind = expression.args.get("kind")
+            by = f" BY {kind + ' ' if kind else ''}({columns})"
+        buckets = self.sql(expression, "buckets")
+        return f"DISTRIBUTED{by}" + (f" INTO {buckets} BUCKETS" if buckets else "")
+
+    def property_sql(self, expression: exp.Property) -> str:
+        if type(expression) is exp.Property:  # WITH ('key' = 'value'): keys stay string literals
+            return f"{self.sql(exp.Literal.string(expression.name))} = {self.sql(expression, 'value')}"
+        return super().property_sql(expression)
+
+    def alterset_sql(self, expression: exp.AlterSet) -> str:
+        if expression.expressions and all(isinstance(e, exp.EQ) for e in expression.expressions):
+            return f"SET ({self.expressions(expression, flat=True)})"
+        return super().alterset_sql(expression)
+
+    def version_sql(self, expression: exp.Version) -> str:
+        return f"FOR SYSTEM_TIME AS OF {self.sql(expression, 'expression')}"
+
+    def table_sql(self, expression: exp.Table, sep: str = " AS ") -> str:
+        # Flink puts the OPTIONS hint right after the table name, before version and alias.
+        hints = expression.args.get("hints")
+        if not hints:
+            return super().table_sql(expression, sep)
+        bare = expression.copy()
+        bare.set("hints", None)
+        alias = bare.args.get("alias")
+        version = bare.args.get("version")
+        bare.set("alias", None)
+        bare.set("version", None)
+        text = f"{super().table_sql(bare, sep)} {' '.join(self.sql(h) for h in hints)}"
+        if version:
+            text += f" {self.sql(version)}"
+        if alias:
+            text += f"{sep}{self.sql(alias)}"
+        return text
+
+
+class Flink(Dialect):
+    """Confluent Cloud for Apache Flink SQL."""
+
+    NORMALIZE_FUNCTIONS = False
+    ALIAS_POST_VERSION = True
+
+    class Tokenizer(tokens.Tokenizer):
+        QUOTES = ["'"]
+        IDENTIFIERS = ["`"]
+        STRING_ESCAPES = ["'"]  # Flink doubles a quote; a backslash is a plain character
+        VAR_SINGLE_TOKENS = {"$"}  # $rowtime
+        TOKENS_PRECEDING_HINT = {
+            *tokens.Tokenizer.TOKENS_PRECEDING_HINT,
+            TokenType.VAR,
+            TokenType.IDENTIFIER,
+        }
+        COMMANDS = tokens.Tokenizer.COMMANDS - {TokenType.EXECUTE}  # EXECUTE STATEMENT SET
+        KEYWORDS = {
+            **tokens.Tokenizer.KEYWORDS,
+            "MATCH_RECOGNIZE": TokenType.MATCH_RECOGNIZE,
+            "ROW": TokenType.STRUCT,
+            "BYTES": TokenType.VARBINARY,
+            "MULTISET": TokenType.LIST,
+            "STRING": TokenType.TEXT,
+            "TIMESTAMP_LTZ": TokenType.TIMESTAMPLTZ,
+        }
+
+    Parser = FlinkParser
+    Generator = FlinkGenerator

@@ -1,0 +1,299 @@
+"""Scan a shift_left `pipelines/` folder into Table models, fast and cached.
+
+Parsing is the cost (about 1-3 ms a file with pure-Python sqlglot), so every
+file's analysis is cached by the hash of its content and of the analyser's own
+source: a cache entry can never be stale, and one changed file re-parses that
+file only. A cold scan parses on every core.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from concurrent.futures import ProcessPoolExecutor
+from enum import StrEnum
+from multiprocessing import get_context
+from pathlib import Path
+
+import sqlglot
+from pydantic import BaseModel
+
+from shift_left_dagster.project import analysis, dialect, parsing
+from shift_left_dagster.project.analysis import DdlInfo, DmlInfo, StateForm
+from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement, to_flink_sql
+
+
+class ProjectError(ValueError):
+    """A problem with the project as a whole; each line names a file (and line)."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
+
+
+class TableType(StrEnum):
+    SOURCE = "source"
+    INTERMEDIATE = "intermediate"
+    FACT = "fact"
+    DIMENSION = "dimension"
+    VIEW = "view"
+
+
+FOLDER_TYPES = {
+    "sources": TableType.SOURCE,
+    "intermediates": TableType.INTERMEDIATE,
+    "facts": TableType.FACT,
+    "dimensions": TableType.DIMENSION,
+    "views": TableType.VIEW,
+}
+
+
+class FileAnalysis(BaseModel):
+    """What one ddl or dml file says; the unit the cache stores."""
+
+    ddl: DdlInfo | None = None
+    dml: DmlInfo | None = None
+    normalized_sql: str  # comments and layout removed: the base of code versions and diffs
+
+
+class FlinkTable(BaseModel):
+    """One Flink table of the project, as its files define it."""
+
+    name: str
+    type: str
+    product: str
+    folder: str  # relative to the project root, e.g. pipelines/facts/p1/fct_order
+    ddl_path: str | None = None
+    dml_path: str | None = None
+    ddl: DdlInfo | None = None
+    dml: DmlInfo | None = None
+    code_version: str
+
+    @property
+    def state_form(self) -> StateForm | None:
+        return self.dml.state_form if self.dml else None
+
+    @property
+    def primary_key(self) -> list[str]:
+        return self.ddl.primary_key if self.ddl else []
+
+    @property
+    def tables_read(self) -> list[str]:
+        reads = set(self.dml.tables_read if self.dml else [])
+        reads.update(self.ddl.tables_read if self.ddl else [])
+        reads.discard(self.name)
+        return sorted(reads)
+
+
+class Inventory(BaseModel):
+    """Every table of a project, keyed by name, sorted."""
+
+    root: Path
+    tables: dict[str, FlinkTable]
+
+
+def resolve_pipelines_dir(path: str | Path | None = None) -> Path:
+    """An explicit path, else $PIPELINES (as in shift_left), else ./flink_project/pipelines."""
+    chosen = path or os.environ.get("PIPELINES") or "flink_project/pipelines"
+    pipelines = Path(chosen).resolve()
+    if pipelines.name != "pipelines" and (pipelines / "pipelines").is_dir():
+        pipelines = pipelines / "pipelines"
+    if not pipelines.is_dir():
+        raise ProjectError([f"{pipelines}: pipelines folder not found (set PIPELINES or pass it)"])
+    return pipelines
+
+
+def build_inventory(pipelines_dir: str | Path | None = None, use_cache: bool = True) -> Inventory:
+    pipelines = resolve_pipelines_dir(pipelines_dir)
+    root = pipelines.parent
+    files = _discover(pipelines)
+    cache = AnalysisCache(root) if use_cache else None
+    analyses, problems = _analyse_all(root, files, cache)
+    tables = _assemble(root, files, analyses, problems)
+    if problems:
+        raise ProjectError(sorted(problems))
+    return Inventory(root=root, tables=dict(sorted(tables.items())))
+
+
+# -- discovery -------------------------------------------------------------------------------
+
+
+class TableFiles(BaseModel):
+    type: str
+    product: str
+    folder: str
+    ddl: str | None = None
+    dml: str | None = None
+
+
+def _discover(pipelines: Path) -> list[TableFiles]:
+    """Every `<type>/<product>/<table>/sql-scripts` folder with its ddl/dml files."""
+    root = pipelines.parent
+    found: list[TableFiles] = []
+    for current, dirs, names in os.walk(pipelines):
+        dirs.sort()
+        if os.path.basename(current) != "sql-scripts":
+            continue
+        folder = Path(current).parent
+        parts = folder.relative_to(pipelines).parts
+        type_folder = parts[0]
+        product = parts[1] if len(parts) >= 3 else ""
+        entry = TableFiles(
+            type=FOLDER_TYPES.get(type_folder, type_folder),
+            product=product,
+            folder=folder.relative_to(root).as_posix(),
+        )
+        for name in sorted(names):
+            if not name.endswith(".sql"):
+                continue
+            relative = (Path(current) / name).relative_to(root).as_posix()
+            if name.startswith("ddl.") and entry.ddl is None:
+                entry.ddl = relative
+            elif name.startswith("dml.") and entry.dml is None:
+                entry.dml = relative
+        if entry.ddl or entry.dml:
+            found.append(entry)
+    return found
+
+
+# -- analysis with cache and processes --------------------------------------------------------
+
+
+def analyser_version() -> str:
+    """Changes whenever the code that produces an analysis changes: cache keys include it."""
+    digest = hashlib.blake2b(sqlglot.__version__.encode(), digest_size=12)
+    for module in (dialect, parsing, analysis):
+        digest.update(Path(module.__file__).read_bytes())
+    digest.update(Path(__file__).read_bytes())
+    return digest.hexdigest()
+
+
+class AnalysisCache:
+    """content hash -> FileAnalysis, in one JSON file under the project root."""
+
+    def __init__(self, root: Path):
+        base = os.environ.get("SHIFT_LEFT_DAGSTER_CACHE")
+        self.path = Path(base) if base else root / ".shift_left_dagster" / "cache"
+        self.file = self.path / "analysis.json"
+        self.version = analyser_version()
+        self.entries: dict[str, dict] = {}
+        try:
+            data = json.loads(self.file.read_text())
+            if data.get("version") == self.version:
+                self.entries = data["entries"]
+        except (OSError, ValueError, KeyError):
+            pass
+
+    def save(self, entries: dict[str, dict]) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        temporary = self.file.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps({"version": self.version, "entries": entries}))
+        os.replace(temporary, self.file)  # atomic: a concurrent reader sees old or new, never half
+
+
+def _key(relative_path: str, content: bytes) -> str:
+    kind = os.path.basename(relative_path).split(".", 1)[0]
+    return kind + ":" + hashlib.blake2b(content, digest_size=16).hexdigest()
+
+
+def analyse_file(relative_path: str, text: str) -> FileAnalysis:
+    """Parse one ddl/dml file; FlinkSqlError names the file and line."""
+    statement = parse_one_statement(text, relative_path)
+    kind = os.path.basename(relative_path).split(".", 1)[0]
+    normalized = to_flink_sql(statement.tree)
+    try:
+        if kind == "ddl":
+            return FileAnalysis(ddl=analysis.analyze_ddl(statement), normalized_sql=normalized)
+        return FileAnalysis(dml=analysis.analyze_dml(statement), normalized_sql=normalized)
+    except ValueError as error:
+        raise FlinkSqlError(relative_path, statement.line, str(error)) from None
+
+
+def _analyse_batch(root: str, batch: list[str]) -> list[tuple[str, dict | None, str | None]]:
+    """Worker: (path, analysis as dict, error) for each file of the batch."""
+    results = []
+    for relative in batch:
+        try:
+            text = (Path(root) / relative).read_text()
+            results.append((relative, analyse_file(relative, text).model_dump(mode="json"), None))
+        except FlinkSqlError as error:
+            results.append((relative, None, str(error)))
+    return results
+
+
+PARALLEL_THRESHOLD = 64  # below this, starting processes costs more than it saves
+
+
+def _analyse_all(
+    root: Path, files: list[TableFiles], cache: AnalysisCache | None
+) -> tuple[dict[str, FileAnalysis], list[str]]:
+    paths = [p for entry in files for p in (entry.ddl, entry.dml) if p]
+    keys = {p: _key(p, (root / p).read_bytes()) for p in paths}
+    known = cache.entries if cache else {}
+    results: dict[str, dict] = {p: known[keys[p]] for p in paths if keys[p] in known}
+    missing = [p for p in paths if p not in results]
+    problems: list[str] = []
+    for relative, data, error in _run_batches(root, missing):
+        if error:
+            problems.append(error)
+        else:
+            results[relative] = data
+    if cache is not None and missing:
+        cache.save({keys[p]: results[p] for p in paths if p in results})
+    return {p: FileAnalysis.model_validate(d) for p, d in results.items()}, problems
+
+
+def _run_batches(root: Path, paths: list[str]) -> list[tuple[str, dict | None, str | None]]:
+    workers = os.cpu_count() or 1
+    if len(paths) < PARALLEL_THRESHOLD or workers == 1:
+        return _analyse_batch(str(root), paths)
+    size = max(16, len(paths) // (workers * 4))
+    batches = [paths[i : i + size] for i in range(0, len(paths), size)]
+    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+        return [r for part in pool.map(_analyse_batch, [str(root)] * len(batches), batches) for r in part]
+
+
+# -- assembly ---------------------------------------------------------------------------------
+
+
+def _assemble(
+    root: Path, files: list[TableFiles], analyses: dict[str, FileAnalysis], problems: list[str]
+) -> dict[str, FlinkTable]:
+    tables: dict[str, FlinkTable] = {}
+    for entry in files:
+        ddl = analyses.get(entry.ddl) if entry.ddl else None
+        dml = analyses.get(entry.dml) if entry.dml else None
+        if (entry.ddl and ddl is None) or (entry.dml and dml is None):
+            continue  # its parse error is already in problems
+        name = ddl.ddl.table if ddl and ddl.ddl else None
+        if dml and dml.dml:
+            written = dml.dml.tables_written
+            name = name or written[0]
+            if name not in written:
+                problems.append(f"{entry.dml}:1: writes {', '.join(written)}, but its ddl creates {name}")
+                continue
+        if name is None:
+            continue
+        if name in tables:
+            other = tables[name]
+            problems.append(
+                f"{entry.ddl or entry.dml}:1: duplicate table {name}, "
+                f"also defined in {other.ddl_path or other.dml_path}"
+            )
+            continue
+        code = hashlib.blake2b(digest_size=8)
+        for part in (ddl, dml):
+            code.update((part.normalized_sql if part else "").encode() + b"\0")
+        tables[name] = FlinkTable(
+            name=name,
+            type=entry.type,
+            product=entry.product,
+            folder=entry.folder,
+            ddl_path=entry.ddl,
+            dml_path=entry.dml,
+            ddl=ddl.ddl if ddl else None,
+            dml=dml.dml if dml else None,
+            code_version=code.hexdigest(),
+        )
+    return tables

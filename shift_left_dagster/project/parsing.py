@@ -1,0 +1,105 @@
+"""Flink SQL text -> statements (ASTs), with errors that name the file and line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+
+from shift_left_dagster.project.dialect import Flink, StatementSet, split_tokens
+
+FLINK = Flink()
+
+# What a Flink SQL script may contain; anything else (a bare expression, GRANT, ...) is an error.
+STATEMENT_KINDS = (
+    exp.Create,
+    exp.Insert,
+    exp.Query,
+    StatementSet,
+    exp.Set,
+    exp.Alter,
+    exp.Drop,
+    exp.Use,
+    exp.Describe,
+)
+
+
+class FlinkSqlError(ValueError):
+    """Malformed or unsupported Flink SQL; the message starts with `file:line:`."""
+
+    def __init__(self, source: str, line: int, message: str):
+        self.source, self.line, self.detail = source, line, message
+        super().__init__(f"{source}:{line}: {message}")
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One parsed statement with where it came from."""
+
+    sql: str
+    line: int
+    tree: exp.Expression
+
+
+def split_statements(text: str, source: str = "<sql>") -> list[tuple[str, int]]:
+    """The statements of a script as (text, first line), split outside strings and comments."""
+    tokens = _tokenize(text, source)
+    return [
+        (text[chunk[0].start : chunk[-1].end + 1], chunk[0].line) for chunk in split_tokens(tokens)
+    ]
+
+
+def parse_statements(text: str, source: str = "<sql>") -> list[Statement]:
+    """Parse every statement of a script; a parse error or an `exp.Command` raises FlinkSqlError."""
+    tokens = _tokenize(text, source)
+    statements = []
+    for chunk in split_tokens(tokens):
+        line = chunk[0].line
+        try:
+            trees = FLINK.parser().parse(chunk, text)
+        except ParseError as error:
+            first = error.errors[0] if error.errors else {}
+            description = str(first.get("description") or error)
+            if "SENTINEL" in description:
+                description = "unexpected end of statement"
+            raise FlinkSqlError(source, int(first.get("line") or line), description) from None
+        tree = trees[0] if trees else None
+        if tree is None:
+            continue
+        if isinstance(tree, exp.Command) or not isinstance(tree, STATEMENT_KINDS):
+            raise FlinkSqlError(source, line, f"unknown statement starting with {chunk[0].text!r}")
+        statements.append(Statement(text[chunk[0].start : chunk[-1].end + 1], line, tree))
+    return statements
+
+
+def parse_one_statement(text: str, source: str = "<sql>") -> Statement:
+    """Exactly one statement (a ddl or dml file)."""
+    statements = parse_statements(text, source)
+    if len(statements) != 1:
+        raise FlinkSqlError(source, 1, f"expected one statement, found {len(statements)}")
+    return statements[0]
+
+
+def to_flink_sql(tree: exp.Expression, pretty: bool = False) -> str:
+    """Write an AST back as Flink SQL."""
+    return tree.sql(dialect=FLINK, pretty=pretty)
+
+
+def _tokenize(text: str, source: str) -> list:
+    try:
+        return FLINK.tokenize(text)
+    except TokenError as error:
+        message = str(error)
+        line = _line_of(message, text)
+        raise FlinkSqlError(source, line, message.splitlines()[0]) from None
+
+
+def _line_of(message: str, text: str) -> int:
+    """sqlglot's TokenError says 'Line N' when it can; else point at the last line."""
+    marker = "Line "
+    if marker in message:
+        digits = message.split(marker, 1)[1].split(",", 1)[0].split(":", 1)[0].strip()
+        if digits.isdigit():
+            return int(digits)
+    return text.count("\n") + 1

@@ -1,0 +1,121 @@
+"""Reports over the project graph: inventory JSON, table hierarchies, pipeline_definition.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from shift_left_dagster.project.graph import ProjectGraph
+
+
+def inventory_report(graph: ProjectGraph) -> dict[str, dict[str, Any]]:
+    """The `inventory --json` object: one entry per table, keys sorted."""
+    return {
+        name: {
+            "type": table.type,
+            "product": table.product,
+            "ddl": table.ddl_path,
+            "dml": table.dml_path,
+            "parents": graph.parents[name],
+            "children": graph.children[name],
+            "external_sources": graph.external_sources[name],
+            "state_form": table.state_form.value if table.state_form else None,
+            "primary_key": table.primary_key,
+            "changelog_mode": table.ddl.changelog_mode if table.ddl else None,
+        }
+        for name, table in graph.tables.items()
+    }
+
+
+def _node(graph: ProjectGraph, name: str) -> dict[str, Any]:
+    table = graph.tables[name]
+    joins = table.dml.joins if table.dml else None
+    return {
+        "table_name": name,
+        "product_name": table.product,
+        "type": table.type,
+        "dml_ref": table.dml_path,
+        "ddl_ref": table.ddl_path,
+        "path": table.folder,
+        "complexity": {
+            "number_of_regular_joins": joins.regular if joins else 0,
+            "number_of_left_joins": joins.left if joins else 0,
+            "number_of_right_joins": joins.right if joins else 0,
+            "number_of_inner_joins": joins.inner if joins else 0,
+            "number_of_outer_joins": joins.outer if joins else 0,
+            "complexity_type": _complexity(joins.model_dump() if joins else {}),
+            "state_form": (table.state_form.value.capitalize() if table.state_form else "Stateless"),
+        },
+    }
+
+
+def _complexity(joins: dict[str, int]) -> str:
+    count = sum(joins.values())
+    return "Simple" if count <= 1 else "Medium" if count <= 3 else "Complex"
+
+
+def hierarchy(graph: ProjectGraph, name: str, with_children: bool = False) -> dict[str, Any]:
+    """shift_left's pipeline_definition shape: parents recursively, children one level deep.
+
+    With `with_children`, children are expanded recursively too.
+    """
+    graph._require(name)
+
+    def up(table: str) -> dict[str, Any]:
+        node = _node(graph, table)
+        node["parents"] = [up(parent) for parent in graph.parents[table]]
+        node["children"] = [leaf(child) for child in graph.children[table]]
+        return node
+
+    def down(table: str) -> dict[str, Any]:
+        node = _node(graph, table)
+        node["parents"] = []
+        node["children"] = [down(child) for child in graph.children[table]]
+        return node
+
+    def leaf(table: str) -> dict[str, Any]:
+        return {**_node(graph, table), "parents": [], "children": []}
+
+    root = up(name)
+    if with_children:
+        root["children"] = [down(child) for child in graph.children[name]]
+    return root
+
+
+def render(report: dict[str, Any], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(report, indent=2)
+    if fmt == "yaml":
+        return yaml.safe_dump(report, sort_keys=False)
+    if fmt == "tree":
+        return "\n".join(_tree_lines(report))
+    raise ValueError(f"unknown format {fmt!r}: use json, yaml or tree")
+
+
+def _tree_lines(node: dict[str, Any]) -> list[str]:
+    label = f"{node['table_name']} ({node['type']}, {node['complexity']['state_form'].lower()})"
+    lines = [label]
+    parents = node.get("parents", [])
+    children = node.get("children", [])
+    for index, parent in enumerate(parents):
+        last = index == len(parents) - 1 and not children
+        lines.extend(_branch(_tree_lines(parent), last, "<- "))
+    for index, child in enumerate(children):
+        lines.extend(_branch(_tree_lines(child), index == len(children) - 1, "-> "))
+    return lines
+
+
+def _branch(lines: list[str], last: bool, arrow: str) -> list[str]:
+    head = ("└── " if last else "├── ") + arrow
+    rest = "    " if last else "│   "
+    return [head + lines[0]] + [rest + line for line in lines[1:]]
+
+
+def write_pipeline_definition(graph: ProjectGraph, name: str) -> Path:
+    """Write <table folder>/pipeline_definition.json; same bytes on every run."""
+    path = graph.inventory.root / graph.tables[name].folder / "pipeline_definition.json"
+    path.write_text(json.dumps(hierarchy(graph, name), indent=3) + "\n")
+    return path
