@@ -188,6 +188,8 @@ class FlinkParser(parser.Parser):
 
 
 class FlinkGenerator(generator.Generator):
+    ALTER_TABLE_INCLUDE_COLUMN_KEYWORD = False  # ALTER TABLE t ADD (c STRING)
+
     TYPE_MAPPING = {
         **generator.Generator.TYPE_MAPPING,
         exp.DataType.Type.TEXT: "STRING",
@@ -276,6 +278,7 @@ class Flink(Dialect):
 
     NORMALIZE_FUNCTIONS = False
     ALIAS_POST_VERSION = True
+    ALTER_TABLE_ADD_REQUIRED_FOR_EACH_COLUMN = False  # ALTER TABLE t ADD (c STRING, ...)
 
     class Tokenizer(tokens.Tokenizer):
         QUOTES = ["'"]
@@ -300,3 +303,13 @@ class Flink(Dialect):
 
     Parser = FlinkParser
     Generator = FlinkGenerator
+
+
+try:
+    FlinkParser()
+except TypeError as _error:  # sqlglotc compiles the parser and refuses Python subclasses
+    raise ImportError(
+        "shift-left-dagster needs the pure-Python sqlglot: its Flink dialect subclasses sqlglot's "
+        "parser, which the compiled build (sqlglotc, from sqlglot[c]) forbids. "
+        "Run: pip uninstall sqlglotc"
+    ) from _error

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from enum import StrEnum
 from multiprocessing import get_context
 from pathlib import Path
@@ -119,7 +120,10 @@ def build_inventory(pipelines_dir: str | Path | None = None, use_cache: bool = T
 # -- discovery -------------------------------------------------------------------------------
 
 
-class TableFiles(BaseModel):
+@dataclass
+class TableFiles:
+    """One table folder found on disk (plain strings: this runs for every folder, every load)."""
+
     type: str
     product: str
     folder: str
@@ -129,29 +133,24 @@ class TableFiles(BaseModel):
 
 def _discover(pipelines: Path) -> list[TableFiles]:
     """Every `<type>/<product>/<table>/sql-scripts` folder with its ddl/dml files."""
-    root = pipelines.parent
+    root = str(pipelines.parent)
     found: list[TableFiles] = []
     for current, dirs, names in os.walk(pipelines):
         dirs.sort()
         if os.path.basename(current) != "sql-scripts":
             continue
-        folder = Path(current).parent
-        parts = folder.relative_to(pipelines).parts
-        type_folder = parts[0]
-        product = parts[1] if len(parts) >= 3 else ""
+        folder = os.path.relpath(os.path.dirname(current), root).replace(os.sep, "/")
+        parts = folder.split("/")[1:]  # below pipelines/
         entry = TableFiles(
-            type=FOLDER_TYPES.get(type_folder, type_folder),
-            product=product,
-            folder=folder.relative_to(root).as_posix(),
+            type=FOLDER_TYPES.get(parts[0], parts[0]),
+            product=parts[1] if len(parts) >= 3 else "",
+            folder=folder,
         )
         for name in sorted(names):
-            if not name.endswith(".sql"):
-                continue
-            relative = (Path(current) / name).relative_to(root).as_posix()
-            if name.startswith("ddl.") and entry.ddl is None:
-                entry.ddl = relative
-            elif name.startswith("dml.") and entry.dml is None:
-                entry.dml = relative
+            if name.startswith("ddl.") and name.endswith(".sql") and entry.ddl is None:
+                entry.ddl = f"{folder}/sql-scripts/{name}"
+            elif name.startswith("dml.") and name.endswith(".sql") and entry.dml is None:
+                entry.dml = f"{folder}/sql-scripts/{name}"
         if entry.ddl or entry.dml:
             found.append(entry)
     return found
@@ -169,6 +168,11 @@ def analyser_version() -> str:
     return digest.hexdigest()
 
 
+class CacheFile(BaseModel):
+    version: str
+    entries: dict[str, FileAnalysis]
+
+
 class AnalysisCache:
     """content hash -> FileAnalysis, in one JSON file under the project root."""
 
@@ -177,18 +181,18 @@ class AnalysisCache:
         self.path = Path(base) if base else root / ".shift_left_dagster" / "cache"
         self.file = self.path / "analysis.json"
         self.version = analyser_version()
-        self.entries: dict[str, dict] = {}
+        self.entries: dict[str, FileAnalysis] = {}
         try:
-            data = json.loads(self.file.read_text())
-            if data.get("version") == self.version:
-                self.entries = data["entries"]
-        except (OSError, ValueError, KeyError):
-            pass
+            data = CacheFile.model_validate_json(self.file.read_bytes())
+        except (OSError, ValueError):
+            return
+        if data.version == self.version:
+            self.entries = data.entries
 
-    def save(self, entries: dict[str, dict]) -> None:
+    def save(self, entries: dict[str, FileAnalysis]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         temporary = self.file.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({"version": self.version, "entries": entries}))
+        temporary.write_text(CacheFile(version=self.version, entries=entries).model_dump_json())
         os.replace(temporary, self.file)  # atomic: a concurrent reader sees old or new, never half
 
 
@@ -210,13 +214,13 @@ def analyse_file(relative_path: str, text: str) -> FileAnalysis:
         raise FlinkSqlError(relative_path, statement.line, str(error)) from None
 
 
-def _analyse_batch(root: str, batch: list[str]) -> list[tuple[str, dict | None, str | None]]:
-    """Worker: (path, analysis as dict, error) for each file of the batch."""
+def _analyse_batch(root: str, batch: list[str]) -> list[tuple[str, FileAnalysis | None, str | None]]:
+    """Worker: (path, analysis, error) for each file of the batch."""
     results = []
     for relative in batch:
         try:
             text = (Path(root) / relative).read_text()
-            results.append((relative, analyse_file(relative, text).model_dump(mode="json"), None))
+            results.append((relative, analyse_file(relative, text), None))
         except FlinkSqlError as error:
             results.append((relative, None, str(error)))
     return results
@@ -231,7 +235,7 @@ def _analyse_all(
     paths = [p for entry in files for p in (entry.ddl, entry.dml) if p]
     keys = {p: _key(p, (root / p).read_bytes()) for p in paths}
     known = cache.entries if cache else {}
-    results: dict[str, dict] = {p: known[keys[p]] for p in paths if keys[p] in known}
+    results: dict[str, FileAnalysis] = {p: known[keys[p]] for p in paths if keys[p] in known}
     missing = [p for p in paths if p not in results]
     problems: list[str] = []
     for relative, data, error in _run_batches(root, missing):
@@ -241,10 +245,10 @@ def _analyse_all(
             results[relative] = data
     if cache is not None and missing:
         cache.save({keys[p]: results[p] for p in paths if p in results})
-    return {p: FileAnalysis.model_validate(d) for p, d in results.items()}, problems
+    return results, problems
 
 
-def _run_batches(root: Path, paths: list[str]) -> list[tuple[str, dict | None, str | None]]:
+def _run_batches(root: Path, paths: list[str]) -> list[tuple[str, FileAnalysis | None, str | None]]:
     workers = os.cpu_count() or 1
     if len(paths) < PARALLEL_THRESHOLD or workers == 1:
         return _analyse_batch(str(root), paths)

@@ -11,6 +11,12 @@ from shift_left_dagster.project.dialect import Flink, StatementSet, split_tokens
 
 FLINK = Flink()
 
+# The words a Flink statement can start with; anything else is an unknown statement.
+STATEMENT_STARTS = {
+    "CREATE", "INSERT", "SELECT", "WITH", "EXECUTE", "SET", "RESET", "ALTER", "DROP",
+    "USE", "DESCRIBE", "SHOW", "VALUES", "(",
+}
+
 # What a Flink SQL script may contain; anything else (a bare expression, GRANT, ...) is an error.
 STATEMENT_KINDS = (
     exp.Create,
@@ -56,6 +62,8 @@ def parse_statements(text: str, source: str = "<sql>") -> list[Statement]:
     statements = []
     for chunk in split_tokens(tokens):
         line = chunk[0].line
+        if chunk[0].text.upper() not in STATEMENT_STARTS:
+            raise FlinkSqlError(source, line, f"unknown statement starting with {chunk[0].text!r}")
         try:
             trees = FLINK.parser().parse(chunk, text)
         except ParseError as error:

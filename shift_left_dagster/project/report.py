@@ -95,16 +95,24 @@ def render(report: dict[str, Any], fmt: str) -> str:
     raise ValueError(f"unknown format {fmt!r}: use json, yaml or tree")
 
 
-def _tree_lines(node: dict[str, Any]) -> list[str]:
+def _tree_lines(node: dict[str, Any], root: bool = True) -> list[str]:
+    """Parents recursively (<-); children (->) only under the root, where they are the point."""
     label = f"{node['table_name']} ({node['type']}, {node['complexity']['state_form'].lower()})"
-    lines = [label]
     parents = node.get("parents", [])
+    children = node.get("children", []) if root else []
+    branches = [("<- ", _tree_lines(p, root=False)) for p in parents]
+    branches += [("-> ", _child_lines(c)) for c in children]
+    lines = [label]
+    for index, (arrow, sub) in enumerate(branches):
+        lines.extend(_branch(sub, index == len(branches) - 1, arrow))
+    return lines
+
+
+def _child_lines(node: dict[str, Any]) -> list[str]:
+    lines = [f"{node['table_name']} ({node['type']}, {node['complexity']['state_form'].lower()})"]
     children = node.get("children", [])
-    for index, parent in enumerate(parents):
-        last = index == len(parents) - 1 and not children
-        lines.extend(_branch(_tree_lines(parent), last, "<- "))
     for index, child in enumerate(children):
-        lines.extend(_branch(_tree_lines(child), index == len(children) - 1, "-> "))
+        lines.extend(_branch(_child_lines(child), index == len(children) - 1, "-> "))
     return lines
 
 
