@@ -218,7 +218,7 @@ class FlinkProjectConfig(BaseModel):
 
     @property
     def kafka_rest_url(self) -> str | None:
-        """``kafka.rest_endpoint``, else shift_left's ``https://{pkafka_cluster}.{region}.{provider}.confluent.cloud``."""
+        """``kafka.rest_endpoint``, else as shift_left: ``https://{pkafka_cluster}.{region}.{provider}.confluent.cloud``."""
         if self.kafka.rest_endpoint:
             return _origin(self.kafka.rest_endpoint)
         if self.kafka.pkafka_cluster:
@@ -234,7 +234,9 @@ class FlinkProjectConfig(BaseModel):
         """Properties every statement of this environment gets: catalog = env, database = cluster."""
         return {"sql.current-catalog": self.flink.catalog_name, "sql.current-database": self.flink.database_name}
 
-    def schema_context_options(self, key_format: str = "avro-registry", value_format: str = "avro-registry") -> dict[str, str]:
+    def schema_context_options(
+        self, key_format: str = "avro-registry", value_format: str = "avro-registry"
+    ) -> dict[str, str]:
         """CREATE TABLE WITH options that put the table's subjects in this environment's context."""
         context = self.app.schema_context
         if not context:
@@ -263,7 +265,9 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
     return parse_config(raw, env, source=file)
 
 
-def parse_config(raw: Mapping[str, Any], environ: Mapping[str, str], source: Path | str = DEFAULT_CONFIG_FILE) -> FlinkProjectConfig:
+def parse_config(
+    raw: Mapping[str, Any], environ: Mapping[str, str], source: Path | str = DEFAULT_CONFIG_FILE
+) -> FlinkProjectConfig:
     """Validate an already-read config mapping (see load_config)."""
     data: dict[str, Any] = {key: value for key, value in raw.items()}
     placeholders: set[str] = set()
