@@ -17,11 +17,11 @@ from shift_left_dagster.confluent.models import MAX_POOL_NAME_LENGTH, MAX_STATEM
 _NOT_ALLOWED = re.compile(r"[^a-z0-9]+")
 _HASH_HEX = 8
 
-StatementKind = Literal["ddl", "dml"]
+StatementKind = Literal["ddl", "dml", "drop"]
 
 
 def statement_name(env: str, product: str | None, kind: StatementKind, table: str) -> str:
-    """``<env>-<product>-<ddl|dml>-<table>``, valid for the API and at most 72 characters."""
+    """``<env>-<product>-<ddl|dml|drop>-<table>``, valid for the API and at most 72 characters."""
     return _fit([env, product or "", kind, table], tail="", limit=MAX_STATEMENT_NAME_LENGTH)
 
 

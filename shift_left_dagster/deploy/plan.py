@@ -58,6 +58,7 @@ class PlanStep(BaseModel):
     reason: str
     ddl_statement: str | None = None
     dml_statement: str | None = None
+    drop_statement: str | None = None  # the DROP TABLE run before a table is recreated
     compute_pool: str | None = None  # an id, or "new:<display name>" created by an earlier step
     state_form: StateForm | None = None
     code_version: str | None = None
@@ -228,6 +229,7 @@ class _Planner:
                     reason=reason,
                     ddl_statement=ddl,
                     dml_statement=dml,
+                    drop_statement=statement_name(self.options.environment, info.product, "drop", table),
                     compute_pool=pool,
                     state_form=info.state_form,
                     code_version=info.code_version,

@@ -1,0 +1,52 @@
+"""Small AST transforms applied to a table's SQL at deploy time; the git files are never rewritten.
+
+As in sqlglot, each transform is a small function over the tree.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from shift_left_dagster.project.dialect import OptionsHint
+from shift_left_dagster.project.parsing import parse_one_statement, to_flink_sql
+
+
+def _read_tables(tree: exp.Expression) -> list[exp.Table]:
+    """Table references a statement reads (not the INSERT/CREATE targets)."""
+    targets = {id(node.this) for node in tree.find_all(exp.Insert)}
+    targets |= {id(node.this.this) for node in tree.find_all(exp.Insert) if isinstance(node.this, exp.Schema)}
+    return [t for t in tree.find_all(exp.Table) if id(t) not in targets and t.name]
+
+
+def with_source_options(sql: str, options_by_table: dict[str, dict[str, str]]) -> str:
+    """Add (or override) `/*+ OPTIONS(...) */` hints on the named source tables of a DML."""
+    tree = parse_one_statement(sql).tree
+    for table in _read_tables(tree):
+        wanted = options_by_table.get(table.name)
+        if not wanted:
+            continue
+        hints = table.args.get("hints") or []
+        current = hints[0].options if hints and isinstance(hints[0], OptionsHint) else {}
+        merged = {**current, **wanted}
+        table.set(
+            "hints",
+            [OptionsHint(expressions=[
+                exp.Property(this=exp.Literal.string(k), value=exp.Literal.string(v)) for k, v in merged.items()
+            ])],
+        )
+    return to_flink_sql(tree)
+
+
+def specific_offsets_options(offsets: dict[int, int]) -> dict[str, str]:
+    """The hint that starts a source at the given per-partition offsets."""
+    spec = ";".join(f"partition:{p},offset:{o}" for p, o in sorted(offsets.items()))
+    return {"scan.startup.mode": "specific-offsets", "scan.startup.specific-offsets": spec}
+
+
+def rename_tables(sql: str, mapping: dict[str, str]) -> str:
+    """Rename tables everywhere in a statement (targets included): blue/green versions."""
+    tree = parse_one_statement(sql).tree
+    for table in tree.find_all(exp.Table):
+        if table.name in mapping:
+            table.set("this", exp.to_identifier(mapping[table.name]))
+    return to_flink_sql(tree)
