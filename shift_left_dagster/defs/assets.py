@@ -1,0 +1,153 @@
+"""Flink tables as Dagster assets: a translator users subclass, one subsettable multi_asset per project.
+
+As dagster-dbt does it: the project is read once (from the inventory cache),
+each table becomes an AssetSpec through the translator, and one op deploys
+exactly the selected tables, in the order the execution plan decides,
+yielding a MaterializeResult per table as it finishes.
+
+(No `from __future__ import annotations` here: Dagster reads the op's `context`
+annotation at definition time.)
+"""
+
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    AssetSpec,
+    MaterializeResult,
+    MetadataValue,
+    multi_asset,
+)
+
+from shift_left_dagster.defs.resources import ConfluentFlinkResource
+from shift_left_dagster.deploy.executor import PlanExecutor, StepResult, live_statements
+from shift_left_dagster.deploy.plan import PlanOptions, build_plan, render_plan
+from shift_left_dagster.project.graph import ProjectGraph
+from shift_left_dagster.project.inventory import FlinkTable, build_inventory, resolve_pipelines_dir
+
+
+class FlinkProject:
+    """A pipelines folder, read once per process (warm loads come from the content-hash cache)."""
+
+    def __init__(self, pipelines_dir: str | Path | None = None, name: str | None = None):
+        self.pipelines_dir = resolve_pipelines_dir(pipelines_dir)
+        self.name = name or self.pipelines_dir.parent.name.replace("-", "_")
+
+    @cached_property
+    def graph(self) -> ProjectGraph:
+        return ProjectGraph(build_inventory(self.pipelines_dir))
+
+
+class FlinkTranslator:
+    """Table -> AssetSpec. Subclass and override a method to change keys, groups, tags, metadata."""
+
+    def get_asset_key(self, table_name: str) -> AssetKey:
+        return AssetKey([table_name])
+
+    def get_group_name(self, table: FlinkTable) -> str:
+        return table.product or "flink"
+
+    def get_tags(self, table: FlinkTable) -> dict[str, str]:
+        tags = {"flink/type": table.type}
+        if table.state_form:
+            tags["flink/state_form"] = table.state_form.value
+        return tags
+
+    def get_metadata(self, table: FlinkTable, graph: ProjectGraph) -> dict[str, object]:
+        metadata: dict[str, object] = {
+            "ddl_path": table.ddl_path,
+            "dml_path": table.dml_path,
+            "primary_key": ", ".join(table.primary_key) or None,
+            "changelog_mode": table.ddl.changelog_mode if table.ddl else None,
+            "external_sources": ", ".join(graph.external_sources[table.name]) or None,
+        }
+        if table.ddl and table.ddl.columns:
+            metadata["dagster/column_schema"] = _column_schema(table)
+        return {k: v for k, v in metadata.items() if v is not None}
+
+    def get_asset_spec(self, table: FlinkTable, graph: ProjectGraph) -> AssetSpec:
+        deps = [self.get_asset_key(p) for p in graph.parents[table.name] + graph.external_sources[table.name]]
+        return AssetSpec(
+            key=self.get_asset_key(table.name),
+            deps=deps,
+            group_name=self.get_group_name(table),
+            kinds={"flink", "confluent"},
+            tags=self.get_tags(table),
+            metadata=self.get_metadata(table, graph),
+            code_version=table.code_version,
+            description=f"{table.type} table {table.name} ({table.state_form.value if table.state_form else 'no dml'})",
+            skippable=True,
+        )
+
+    def get_external_asset_spec(self, topic: str) -> AssetSpec:
+        """A raw topic the project reads but does not define: observable, not materialisable here."""
+        return AssetSpec(key=self.get_asset_key(topic), group_name="external", kinds={"kafka"},
+                         description=f"raw topic {topic}, written outside this project")
+
+
+def _column_schema(table: FlinkTable):
+    from dagster import TableColumn, TableSchema
+
+    return TableSchema(
+        columns=[TableColumn(name=c.name, type=c.type or "computed", description=None) for c in table.ddl.columns]
+    )
+
+
+def flink_assets(
+    project: FlinkProject,
+    translator: FlinkTranslator | None = None,
+    *,
+    plan_options: PlanOptions | None = None,
+) -> list[AssetsDefinition | AssetSpec]:
+    """The project's table assets (one subsettable multi_asset) plus its external sources as specs."""
+    translator = translator or FlinkTranslator()
+    graph = project.graph
+    specs = [translator.get_asset_spec(table, graph) for table in graph.tables.values()]
+    keys = {translator.get_asset_key(name): name for name in graph.tables}
+    externals = sorted({e for sources in graph.external_sources.values() for e in sources})
+
+    @multi_asset(name=f"flink_{project.name}", specs=specs, can_subset=True)
+    def deploy_flink_tables(context: AssetExecutionContext, confluent: ConfluentFlinkResource):
+        selected = sorted(keys[key] for key in context.selected_asset_keys)
+        client = confluent.get_client()
+        config = confluent.get_config()
+        options = (plan_options or PlanOptions()).model_copy(
+            update={"environment": config.env_name, "compute_pool_id": config.flink.compute_pool_id}
+        )
+        plan = build_plan(graph, selected, live_statements(client), options)
+        context.log.info(render_plan(plan))
+        executor = PlanExecutor(client, graph, max_parallel=confluent.max_parallel,
+                                timeout=confluent.statement_timeout_seconds)
+        for result in executor.run(plan):
+            if result.step.table in selected:
+                yield MaterializeResult(asset_key=translator.get_asset_key(result.step.table),
+                                        metadata=step_metadata(result))
+            elif result.step.table:
+                context.log.info(f"{result.step.action.value} {result.step.table}: {result.step.reason}")
+
+    return [deploy_flink_tables, *(translator.get_external_asset_spec(e) for e in externals)]
+
+
+def step_metadata(result: StepResult) -> dict[str, object]:
+    step = result.step
+    metadata: dict[str, object] = {
+        "action": step.action.value,
+        "reason": step.reason,
+        "statements": MetadataValue.json(result.statements),
+        "compute_pool": result.compute_pool,
+    }
+    if result.carried_offsets:
+        metadata["carried_offsets"] = MetadataValue.json(
+            {topic: {str(p): o for p, o in parts.items()} for topic, parts in result.carried_offsets.items()}
+        )
+    return {k: v for k, v in metadata.items() if v is not None}
+
+
+def default_pipelines_dir() -> Path:
+    """$PIPELINES, else the sample project next to this package (a source checkout)."""
+    return Path(os.environ.get("PIPELINES") or Path(__file__).resolve().parents[2] / "flink_project" / "pipelines")

@@ -1,0 +1,24 @@
+"""`defs` for workspace.yaml, `dagster ... -m shift_left_dagster.defs.definitions` and `dg`."""
+
+from __future__ import annotations
+
+from dagster import Definitions
+
+from shift_left_dagster.defs.assets import FlinkProject, FlinkTranslator, default_pipelines_dir, flink_assets
+from shift_left_dagster.defs.resources import ConfluentFlinkResource
+
+
+def build_flink_definitions(
+    pipelines_dir: str | None = None,
+    translator: FlinkTranslator | None = None,
+    resource: ConfluentFlinkResource | None = None,
+) -> Definitions:
+    """The plain Python builder: a project folder -> Definitions (the YAML component uses it too)."""
+    project = FlinkProject(pipelines_dir or default_pipelines_dir())
+    return Definitions(
+        assets=flink_assets(project, translator),
+        resources={"confluent": resource or ConfluentFlinkResource()},
+    )
+
+
+defs = build_flink_definitions()

@@ -1,0 +1,44 @@
+"""Which Flink service a deployment talks to: Confluent Cloud when credentials exist, else the local one.
+
+The one place that decides it, for the CLI and the Dagster resource alike.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.project.config import FlinkProjectConfig, load_config, local_defaults
+
+Mode = Literal["auto", "local", "cloud"]
+
+
+def resolve_mode(mode: Mode, environ: Mapping[str, str]) -> Literal["local", "cloud"]:
+    """auto: cloud when a Flink API key is configured, else the embedded local service."""
+    if mode != "auto":
+        return mode
+    return "cloud" if environ.get("SL_FLINK_API_KEY") else "local"
+
+
+def target_config(
+    config_file: str | Path | None = None,
+    *,
+    mode: Mode = "auto",
+    environ: Mapping[str, str] | None = None,
+    local_data_dir: str | None = None,
+) -> FlinkProjectConfig:
+    """The environment config to deploy with; in local mode, starts the local service if needed."""
+    environ = os.environ if environ is None else environ
+    if resolve_mode(mode, environ) == "local":
+        from shift_left_dagster.local.process import ensure_running  # Spark only when local
+
+        return local_defaults(ensure_running(local_data_dir).url)
+    path = config_file or environ.get("CONFIG_FILE")
+    return load_config(Path(path) if path else None, environ)
+
+
+def connect(config: FlinkProjectConfig) -> ConfluentClient:
+    return ConfluentClient.from_config(config)

@@ -1,0 +1,48 @@
+"""Dagster wiring: one subsettable multi_asset, specs from the translator, externals as specs."""
+
+from dagster import AssetKey, AssetSpec
+
+from shift_left_dagster.defs.assets import FlinkProject, FlinkTranslator, flink_assets
+from shift_left_dagster.defs.definitions import build_flink_definitions, defs
+
+
+def test_definitions_load_with_one_subsettable_multi_asset():
+    repo = defs.get_repository_def()
+    table_assets = {a for a in repo.assets_defs_by_key.values() if a.is_executable}
+    assert len(table_assets) == 1
+    (multi,) = table_assets
+    assert multi.can_subset
+    assert AssetKey("fct_order") in multi.keys
+    assert AssetKey("raw_orders") not in multi.keys  # external source: a plain spec
+    spec = next(s for s in multi.specs if s.key == AssetKey("fct_order"))
+    assert {d.asset_key for d in spec.deps} == {AssetKey("int_table_1"), AssetKey("int_table_2")}
+    assert spec.group_name == "p1" and spec.kinds == {"flink", "confluent"}
+    assert spec.tags["flink/state_form"] == "stateful" and spec.tags["flink/type"] == "fact"
+    assert spec.code_version and spec.metadata["dml_path"].endswith("dml.fct_order.sql")
+    source = next(s for s in multi.specs if s.key == AssetKey("src_table_1"))
+    assert AssetKey("raw_orders") in {d.asset_key for d in source.deps}
+
+
+def test_translator_subclass_changes_keys_and_groups():
+    class Prefixed(FlinkTranslator):
+        def get_asset_key(self, table_name):
+            return AssetKey(["flink", table_name])
+
+        def get_group_name(self, table):
+            return f"team_{table.product}"
+
+    assets = flink_assets(FlinkProject(), Prefixed())
+    multi = assets[0]
+    assert AssetKey(["flink", "fct_order"]) in multi.keys
+    externals = [a for a in assets if isinstance(a, AssetSpec)]
+    assert AssetKey(["flink", "raw_orders"]) in {e.key for e in externals}
+    assert next(s for s in multi.specs if s.key == AssetKey(["flink", "z"])).group_name == "team_p2"
+
+
+def test_builder_takes_another_project(tmp_path):
+    scripts = tmp_path / "pipelines" / "facts" / "sales" / "t" / "sql-scripts"
+    scripts.mkdir(parents=True)
+    (scripts / "ddl.t.sql").write_text("CREATE TABLE t (k STRING)")
+    (scripts / "dml.t.sql").write_text("INSERT INTO t SELECT k FROM raw_sales")
+    keys = build_flink_definitions(str(tmp_path / "pipelines")).get_repository_def().assets_defs_by_key
+    assert set(keys) == {AssetKey("t"), AssetKey("raw_sales")}
