@@ -63,10 +63,72 @@ def report(
         typer.echo(f"wrote {write_pipeline_definition(graph, table)}", err=True)
 
 
+ConfigOption = Annotated[Optional[Path], typer.Option("--config", help="config.yaml (default: $CONFIG_FILE)")]
+PlanFlags = tuple[bool, bool, bool]
+
+
+def _plan(table: str, pipelines: Path | None, config_file: Path | None, flags: PlanFlags):
+    from shift_left_dagster.deploy.executor import live_statements
+    from shift_left_dagster.deploy.plan import PlanOptions, build_plan
+    from shift_left_dagster.deploy.target import connect, target_config
+
+    graph = _graph(pipelines)
+    config = target_config(config_file)
+    client = connect(config)
+    dml_only, may_start_children, force_sources = flags
+    options = PlanOptions(environment=config.env_name, compute_pool_id=config.flink.compute_pool_id,
+                          dml_only=dml_only, may_start_children=may_start_children, force_sources=force_sources)
+    return graph, client, build_plan(graph, [table], live_statements(client), options)
+
+
+@app.command()
+def plan(
+    table: Annotated[str, typer.Argument(help="table to deploy")],
+    pipelines: PipelinesOption = None,
+    config: ConfigOption = None,
+    dml_only: Annotated[bool, typer.Option("--dml-only", help="keep tables, replace statements only")] = False,
+    may_start_children: Annotated[bool, typer.Option("--may-start-children", help="recreate stateless children too")] = False,
+    force_sources: Annotated[bool, typer.Option("--force-sources", help="redeploy running sources")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
+) -> None:
+    """The ordered steps deploying TABLE would take against the configured service, with reasons."""
+    from shift_left_dagster.deploy.plan import render_plan
+
+    _, _, the_plan = _plan(table, pipelines, config, (dml_only, may_start_children, force_sources))
+    typer.echo(the_plan.model_dump_json(indent=1) if as_json else render_plan(the_plan))
+
+
+@app.command()
+def deploy(
+    table: Annotated[str, typer.Argument(help="table to deploy")],
+    pipelines: PipelinesOption = None,
+    config: ConfigOption = None,
+    dml_only: Annotated[bool, typer.Option("--dml-only")] = False,
+    may_start_children: Annotated[bool, typer.Option("--may-start-children")] = False,
+    force_sources: Annotated[bool, typer.Option("--force-sources")] = False,
+) -> None:
+    """Plan, print, then run the deployment of TABLE; stops at the first failing step."""
+    from shift_left_dagster.deploy.executor import DeploymentFailed, PlanExecutor
+    from shift_left_dagster.deploy.plan import render_plan
+
+    graph, client, the_plan = _plan(table, pipelines, config, (dml_only, may_start_children, force_sources))
+    typer.echo(render_plan(the_plan))
+    try:
+        for result in PlanExecutor(client, graph).run(the_plan):
+            phases = ", ".join(f"{n}={p}" for n, p in result.statements.items())
+            typer.echo(f"done {result.step.index}: {result.step.action.value} {result.step.table or result.compute_pool} {phases}")
+    except DeploymentFailed as error:
+        typer.echo(f"error: {error}", err=True)
+        raise SystemExit(1) from None
+
+
 def main() -> None:
+    from shift_left_dagster.confluent.errors import ConfluentError
+    from shift_left_dagster.project.config import ConfigFileError
+
     try:
         app()
-    except ProjectError as error:
+    except (ProjectError, ConfigFileError, ConfluentError) as error:
         typer.echo(f"error: {error}", err=True)
         raise SystemExit(2) from None
 
