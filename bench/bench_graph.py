@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-GENERATOR = Path(__file__).resolve().parents[2] / "shared" / "tools" / "gen_synth_project.py"
+GENERATOR = Path(__file__).resolve().parents[1] / "tools" / "gen_synth_project.py"  # a copy of shared/tools
 
 
 def timed_inventory(pipelines: Path) -> tuple[float, dict]:

@@ -18,7 +18,7 @@ from shift_left_dagster.project.report import hierarchy, inventory_report, write
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "flink_project" / "pipelines"
-GENERATOR = REPO.parent / "shared" / "tools" / "gen_synth_project.py"
+GENERATOR = REPO / "tools" / "gen_synth_project.py"  # a copy of shared/tools/gen_synth_project.py
 
 
 @pytest.fixture
