@@ -7,21 +7,15 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from shift_left_dagster.project.analysis import source_tables
 from shift_left_dagster.project.dialect import OptionsHint
 from shift_left_dagster.project.parsing import parse_one_statement, to_flink_sql
-
-
-def _read_tables(tree: exp.Expression) -> list[exp.Table]:
-    """Table references a statement reads (not the INSERT/CREATE targets)."""
-    targets = {id(node.this) for node in tree.find_all(exp.Insert)}
-    targets |= {id(node.this.this) for node in tree.find_all(exp.Insert) if isinstance(node.this, exp.Schema)}
-    return [t for t in tree.find_all(exp.Table) if id(t) not in targets and t.name]
 
 
 def with_source_options(sql: str, options_by_table: dict[str, dict[str, str]]) -> str:
     """Add (or override) `/*+ OPTIONS(...) */` hints on the named source tables of a DML."""
     tree = parse_one_statement(sql).tree
-    for table in _read_tables(tree):
+    for table in source_tables(tree):
         wanted = options_by_table.get(table.name)
         if not wanted:
             continue

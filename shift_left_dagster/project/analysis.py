@@ -154,18 +154,25 @@ def analyze_dml(statement: Statement) -> DmlInfo:
     )
 
 
-def tables_read(query: exp.Expression | None) -> list[str]:
-    """Tables a query reads: every table reference that is not a CTE of the query."""
-    if query is None:
+def source_tables(tree: exp.Expression | None) -> list[exp.Table]:
+    """Table references a statement reads: not CTE names, not INSERT targets."""
+    if tree is None:
         return []
-    ctes = {cte.alias_or_name for cte in query.find_all(exp.CTE)}
-    names = set()
-    for table in query.find_all(exp.Table):
-        name = table_name(table)
-        if not name or (name in ctes and not table.args.get("db")):
-            continue
-        names.add(name)
-    return sorted(names)
+    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    targets = set()
+    for insert in tree.find_all(exp.Insert):
+        target = insert.this
+        targets.add(id(target.this if isinstance(target, exp.Schema) else target))
+    return [
+        table
+        for table in tree.find_all(exp.Table)
+        if table.name and id(table) not in targets and not (table.name in ctes and not table.args.get("db"))
+    ]
+
+
+def tables_read(tree: exp.Expression | None) -> list[str]:
+    """Names of the tables a statement reads, sorted."""
+    return sorted({table_name(t) for t in source_tables(tree)})
 
 
 def state_reasons(tree: exp.Expression) -> list[str]:

@@ -161,6 +161,7 @@ class FlinkParser(parser.Parser):
         self._table_hints = None
         if table is not None and self._match(TokenType.HINT):
             self._table_hints = [self._parse_options_hint(self._prev_comments)]
+            self._prev_comments = []  # the hint is consumed: it must not reappear as a comment
             table.set("hints", self._table_hints)
         return table
 

@@ -27,3 +27,21 @@ def test_rename_tables_everywhere():
     tree = parse_one_statement(out).tree
     assert sorted(t.name for t in tree.find_all(exp.Table)) == ["x_v2", "y", "z_v2"]
     assert hints(out) == {"x_v2": {"a": "b"}}
+
+
+def test_windowed_dml_bounds_every_source_and_filters_the_driver_on_rowtime():
+    from datetime import datetime
+
+    from shift_left_dagster.deploy.backfill import windowed_dml
+
+    sql = ("INSERT INTO f WITH j AS (SELECT o.k, p.v FROM o JOIN p ON o.k = p.k) "
+           "SELECT k, SUM(v) FROM j GROUP BY k")
+    out = windowed_dml(sql, datetime(2026, 1, 2), datetime(2026, 1, 4))
+    start, end = "1767312000000", "1767484800000"
+    window = {"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": start,
+              "scan.bounded.mode": "timestamp", "scan.bounded.timestamp-millis": end}
+    assert hints(out) == {"o": window, "p": window}  # the CTE name j gets no hint
+    tree = parse_one_statement(out).tree
+    (cte_select,) = [c.this for c in tree.find_all(exp.CTE)]
+    assert f"o.`$rowtime` >= TO_TIMESTAMP_LTZ({start}, 3)" in cte_select.sql(dialect="spark")
+    assert f"o.`$rowtime` < TO_TIMESTAMP_LTZ({end}, 3)" in cte_select.sql(dialect="spark")

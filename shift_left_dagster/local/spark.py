@@ -1,0 +1,49 @@
+"""The one SparkSession of a process (the local service, or a test session).
+
+Started lazily, configured for a small machine: local[*], few shuffle
+partitions, no UI, a JVM tuned to start fast, UTC session time zone.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from pyspark.sql import SparkSession
+
+SPARK_MASTER_ENV = "SHIFT_LEFT_SPARK_MASTER"
+SPARK_JAVA_OPTIONS_ENV = "SHIFT_LEFT_SPARK_JAVA_OPTIONS"
+FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+_lock = threading.Lock()
+_session: SparkSession | None = None
+
+
+def get_spark() -> SparkSession:
+    """The process's SparkSession, created on first use."""
+    global _session
+    with _lock:
+        if _session is None:
+            _session = _build()
+        return _session
+
+
+def _build() -> SparkSession:
+    java_options = os.environ.get(SPARK_JAVA_OPTIONS_ENV, FAST_START_JAVA_OPTIONS)
+    builder = (
+        SparkSession.builder.master(os.environ.get(SPARK_MASTER_ENV, "local[*]"))
+        .appName("shift-left-dagster-local")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.driver.extraJavaOptions", java_options)
+        # Table logs are many small batch folders: list them on the driver, never in a job.
+        .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
+        .config("spark.sql.parquet.compression.codec", "snappy")
+    )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

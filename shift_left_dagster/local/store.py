@@ -1,0 +1,298 @@
+"""SQLite persistence of everything but table data: statements, catalog, batches, progress.
+
+A statement's run (the batches it wrote and the offsets it read) commits in
+one transaction, so a crash leaves either all of a run or none of it; batch
+folders on disk that no row names are leftovers of a crash (storage.py
+deletes them at start).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from shift_left_dagster.local.catalog import TableDef, TableId
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS statements (
+    name TEXT PRIMARY KEY, seq INTEGER NOT NULL, compute_pool_id TEXT, phase TEXT NOT NULL, body TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS exceptions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, statement TEXT NOT NULL, name TEXT NOT NULL, message TEXT NOT NULL,
+    timestamp TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS results (
+    statement TEXT NOT NULL, seq INTEGER NOT NULL, op INTEGER NOT NULL, row TEXT NOT NULL,
+    PRIMARY KEY (statement, seq));
+CREATE TABLE IF NOT EXISTS tables (
+    uid TEXT PRIMARY KEY, catalog TEXT NOT NULL, database TEXT NOT NULL, name TEXT NOT NULL, definition TEXT NOT NULL,
+    UNIQUE (catalog, database, name));
+CREATE TABLE IF NOT EXISTS partitions (
+    table_uid TEXT NOT NULL, partition INTEGER NOT NULL, next_offset INTEGER NOT NULL,
+    PRIMARY KEY (table_uid, partition));
+CREATE TABLE IF NOT EXISTS batches (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, table_uid TEXT NOT NULL, path TEXT NOT NULL, producer TEXT,
+    rows INTEGER NOT NULL, retractions INTEGER NOT NULL, ranges TEXT NOT NULL, created_at TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS batches_by_table ON batches (table_uid, id);
+CREATE TABLE IF NOT EXISTS runs (statement TEXT PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS subjects (name TEXT PRIMARY KEY, table_uid TEXT, soft_deleted INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE IF NOT EXISTS pools (id TEXT PRIMARY KEY, body TEXT NOT NULL);
+"""
+
+
+def now() -> str:
+    """RFC 3339 UTC with microseconds, the form Confluent Cloud sends."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Duplicate(Exception):
+    """A statement with this name exists."""
+
+
+class Batch(BaseModel):
+    """One atomically written set of records of a table; ranges are partition -> [first, end) offsets."""
+
+    id: int = 0
+    table_uid: str
+    path: str
+    producer: str | None = None
+    rows: int
+    retractions: int
+    ranges: dict[int, tuple[int, int]]
+
+
+class SourceProgress(BaseModel):
+    """Where a statement reads one source table: start, bound (None: unbounded) and next offsets."""
+
+    table_uid: str
+    start: dict[int, int] = Field(default_factory=dict)
+    bound: dict[int, int] | None = None
+    next: dict[int, int] = Field(default_factory=dict)
+
+
+class RunState(BaseModel):
+    """A statement's persisted progress, keyed by source table name."""
+
+    sources: dict[str, SourceProgress] = Field(default_factory=dict)
+    runs: int = 0
+
+
+class Store:
+    """One sqlite connection shared by the HTTP threads and the engine thread, behind a lock."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(SCHEMA)
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _all(self, sql: str, *args: Any) -> list[tuple]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def _one(self, sql: str, *args: Any) -> tuple | None:
+        with self._lock:
+            return self._db.execute(sql, args).fetchone()
+
+    # --- statements ----------------------------------------------------------------
+
+    def create_statement(self, body: dict[str, Any]) -> None:
+        with self.transaction() as db:
+            if db.execute("SELECT 1 FROM statements WHERE name = ?", (body["name"],)).fetchone():
+                raise Duplicate(body["name"])
+            seq = db.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM statements").fetchone()[0]
+            db.execute(
+                "INSERT INTO statements VALUES (?, ?, ?, ?, ?)",
+                (body["name"], seq, body["spec"].get("compute_pool_id"), body["status"]["phase"], json.dumps(body)),
+            )
+
+    def statement(self, name: str) -> dict[str, Any] | None:
+        row = self._one("SELECT body FROM statements WHERE name = ?", name)
+        return json.loads(row[0]) if row else None
+
+    def statements(self, *, compute_pool_id: str | None = None, after: int = 0, limit: int | None = None,
+                   labels: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], int | None]:
+        """A page of statements in creation order, and the seq to continue after (None: last page)."""
+        rows = self._all(
+            "SELECT seq, body FROM statements WHERE seq > ? AND (? IS NULL OR compute_pool_id = ?) ORDER BY seq",
+            after, compute_pool_id, compute_pool_id,
+        )
+        page: list[dict[str, Any]] = []
+        for seq, text in rows:
+            body = json.loads(text)
+            found = body["metadata"].get("labels") or {}
+            if labels and any(found.get(k) != v for k, v in labels.items()):
+                continue
+            if limit is not None and len(page) == limit:
+                return page, last
+            page.append(body)
+            last = seq
+        return page, None
+
+    def names_in_phase(self, *phases: str) -> list[str]:
+        marks = ",".join("?" * len(phases))
+        return [r[0] for r in self._all(f"SELECT name FROM statements WHERE phase IN ({marks}) ORDER BY seq", *phases)]
+
+    def update_statement(self, name: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any] | None:
+        """Apply `change` to the stored resource; bump resource_version and updated_at."""
+        with self.transaction() as db:
+            row = db.execute("SELECT body FROM statements WHERE name = ?", (name,)).fetchone()
+            if row is None:
+                return None
+            body = json.loads(row[0])
+            change(body)
+            body["metadata"]["resource_version"] = str(int(body["metadata"]["resource_version"]) + 1)
+            body["metadata"]["updated_at"] = now()
+            db.execute(
+                "UPDATE statements SET body = ?, phase = ?, compute_pool_id = ? WHERE name = ?",
+                (json.dumps(body), body["status"]["phase"], body["spec"].get("compute_pool_id"), name),
+            )
+            return body
+
+    def delete_statement(self, name: str) -> None:
+        with self.transaction() as db:
+            for table in ("statements", "exceptions", "results"):
+                column = "name" if table == "statements" else "statement"
+                db.execute(f"DELETE FROM {table} WHERE {column} = ?", (name,))
+            db.execute("DELETE FROM runs WHERE statement = ?", (name,))
+
+    # --- exceptions and results -------------------------------------------------------
+
+    def add_exception(self, statement: str, name: str, message: str) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT INTO exceptions (statement, name, message, timestamp) VALUES (?, ?, ?, ?)",
+                       (statement, name, message, now()))
+
+    def exceptions(self, statement: str, limit: int = 10) -> list[dict[str, str]]:
+        rows = self._all("SELECT name, message, timestamp FROM exceptions WHERE statement = ? ORDER BY id DESC LIMIT ?",
+                         statement, limit)
+        return [{"kind": "StatementException", "name": n, "message": m, "timestamp": t} for n, m, t in rows]
+
+    def put_results(self, statement: str, rows: list[tuple[int, list[Any]]]) -> None:
+        with self.transaction() as db:
+            db.execute("DELETE FROM results WHERE statement = ?", (statement,))
+            db.executemany("INSERT INTO results VALUES (?, ?, ?, ?)",
+                           [(statement, i, op, json.dumps(row)) for i, (op, row) in enumerate(rows)])
+
+    def results(self, statement: str, start: int, limit: int) -> list[tuple[int, list[Any]]]:
+        rows = self._all("SELECT op, row FROM results WHERE statement = ? AND seq >= ? ORDER BY seq LIMIT ?",
+                         statement, start, limit)
+        return [(op, json.loads(row)) for op, row in rows]
+
+    # --- catalog --------------------------------------------------------------------
+
+    def table(self, table_id: TableId) -> TableDef | None:
+        row = self._one("SELECT definition FROM tables WHERE catalog = ? AND database = ? AND name = ?",
+                        table_id.catalog, table_id.database, table_id.name)
+        return TableDef.model_validate_json(row[0]) if row else None
+
+    def table_by_uid(self, uid: str) -> TableDef | None:
+        row = self._one("SELECT definition FROM tables WHERE uid = ?", uid)
+        return TableDef.model_validate_json(row[0]) if row else None
+
+    def tables(self, database: str | None = None) -> list[TableDef]:
+        rows = self._all("SELECT definition FROM tables WHERE ? IS NULL OR database = ? ORDER BY name", database, database)
+        return [TableDef.model_validate_json(r[0]) for r in rows]
+
+    def create_table(self, table: TableDef) -> None:
+        """Register a table (its topic) and its value/key subjects (TopicNameStrategy)."""
+        with self.transaction() as db:
+            db.execute("INSERT INTO tables VALUES (?, ?, ?, ?, ?)", (table.uid, table.id.catalog, table.id.database,
+                                                                      table.name, table.model_dump_json()))
+            subjects = [f"{table.name}-value"] + ([f"{table.name}-key"] if table.key_columns else [])
+            for subject in subjects:
+                db.execute("INSERT OR REPLACE INTO subjects VALUES (?, ?, 0)", (subject, table.uid))
+
+    def replace_table(self, table: TableDef) -> None:
+        with self.transaction() as db:
+            db.execute("UPDATE tables SET definition = ? WHERE uid = ?", (table.model_dump_json(), table.uid))
+
+    def drop_table(self, uid: str) -> list[str]:
+        """Forget a table, its offsets and its batches; return the batch paths to delete."""
+        with self.transaction() as db:
+            paths = [r[0] for r in db.execute("SELECT path FROM batches WHERE table_uid = ?", (uid,))]
+            for table, column in (("tables", "uid"), ("partitions", "table_uid"), ("batches", "table_uid"),
+                                  ("subjects", "table_uid")):
+                db.execute(f"DELETE FROM {table} WHERE {column} = ?", (uid,))
+            return paths
+
+    def end_offsets(self, uid: str) -> dict[int, int]:
+        """Next offset to be written, per partition (absent: 0)."""
+        return {p: o for p, o in self._all("SELECT partition, next_offset FROM partitions WHERE table_uid = ?", uid)}
+
+    def batches(self, uid: str) -> list[Batch]:
+        rows = self._all("SELECT id, table_uid, path, producer, rows, retractions, ranges FROM batches "
+                         "WHERE table_uid = ? ORDER BY id", uid)
+        return [Batch(id=i, table_uid=t, path=p, producer=pr, rows=n, retractions=r,
+                      ranges={int(k): tuple(v) for k, v in json.loads(g).items()})
+                for i, t, p, pr, n, r, g in rows]
+
+    def batch_paths(self) -> set[str]:
+        return {r[0] for r in self._all("SELECT path FROM batches")}
+
+    # --- runs -----------------------------------------------------------------------
+
+    def run_state(self, statement: str) -> RunState | None:
+        row = self._one("SELECT state FROM runs WHERE statement = ?", statement)
+        return RunState.model_validate_json(row[0]) if row else None
+
+    def commit_run(self, statement: str, state: RunState, batches: list[Batch]) -> None:
+        """Register the batches a run wrote and the progress it made, all or nothing."""
+        with self.transaction() as db:
+            for batch in batches:
+                db.execute(
+                    "INSERT INTO batches (table_uid, path, producer, rows, retractions, ranges, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (batch.table_uid, batch.path, batch.producer, batch.rows, batch.retractions,
+                     json.dumps(batch.ranges), now()),
+                )
+                for partition, (_first, end) in batch.ranges.items():
+                    db.execute(
+                        "INSERT INTO partitions VALUES (?, ?, ?) ON CONFLICT (table_uid, partition) "
+                        "DO UPDATE SET next_offset = MAX(next_offset, excluded.next_offset)",
+                        (batch.table_uid, partition, end),
+                    )
+            db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?)", (statement, state.model_dump_json()))
+
+    # --- schema registry subjects and compute pools --------------------------------------
+
+    def subjects(self, include_deleted: bool = False) -> list[tuple[str, bool]]:
+        rows = self._all("SELECT name, soft_deleted FROM subjects ORDER BY name")
+        return [(n, bool(d)) for n, d in rows if include_deleted or not d]
+
+    def set_subject_deleted(self, name: str, permanent: bool) -> None:
+        with self.transaction() as db:
+            if permanent:
+                db.execute("DELETE FROM subjects WHERE name = ?", (name,))
+            else:
+                db.execute("UPDATE subjects SET soft_deleted = 1 WHERE name = ?", (name,))
+
+    def pools(self) -> list[dict[str, Any]]:
+        return [json.loads(r[0]) for r in self._all("SELECT body FROM pools ORDER BY id")]
+
+    def put_pool(self, body: dict[str, Any]) -> None:
+        with self.transaction() as db:
+            db.execute("INSERT OR REPLACE INTO pools VALUES (?, ?)", (body["id"], json.dumps(body)))
