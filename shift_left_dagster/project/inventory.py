@@ -205,7 +205,7 @@ def analyse_file(relative_path: str, text: str) -> FileAnalysis:
     """Parse one ddl/dml file; FlinkSqlError names the file and line."""
     statement = parse_one_statement(text, relative_path)
     kind = os.path.basename(relative_path).split(".", 1)[0]
-    normalized = to_flink_sql(statement.tree)
+    normalized = to_flink_sql(statement.tree, comments=False)
     try:
         if kind == "ddl":
             return FileAnalysis(ddl=analysis.analyze_ddl(statement), normalized_sql=normalized)

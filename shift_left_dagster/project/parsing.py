@@ -89,9 +89,9 @@ def parse_one_statement(text: str, source: str = "<sql>") -> Statement:
     return statements[0]
 
 
-def to_flink_sql(tree: exp.Expression, pretty: bool = False) -> str:
-    """Write an AST back as Flink SQL."""
-    return tree.sql(dialect=FLINK, pretty=pretty)
+def to_flink_sql(tree: exp.Expression, pretty: bool = False, comments: bool = True) -> str:
+    """Write an AST back as Flink SQL (without comments: the normalised form changes are compared on)."""
+    return tree.sql(dialect=FLINK, pretty=pretty, comments=comments)
 
 
 def _tokenize(text: str, source: str) -> list:
