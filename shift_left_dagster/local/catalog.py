@@ -7,10 +7,13 @@ columns below (partition, offset, record time, changelog op).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pydantic import BaseModel, Field
 from pyspark.sql import types as T
 from sqlglot import exp
 
+from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.types import UnsupportedType, spark_type_of
 from shift_left_dagster.project.analysis import analyze_ddl
 from shift_left_dagster.project.dialect import MetadataColumnConstraint
@@ -41,6 +44,15 @@ class TableId(BaseModel, frozen=True):
 
     def __str__(self) -> str:
         return f"`{self.catalog}`.`{self.database}`.`{self.name}`"
+
+
+def resolve(table: exp.Table, properties: Mapping[str, str]) -> TableId:
+    """catalog.database.table, defaulting to the statement's sql.current-catalog / -database."""
+    return TableId(
+        catalog=table.catalog or properties.get("sql.current-catalog") or IDENTITY.environment_id,
+        database=table.db or properties.get("sql.current-database") or IDENTITY.cluster_id,
+        name=table.name,
+    )
 
 
 class ColumnDef(BaseModel):

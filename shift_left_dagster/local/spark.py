@@ -6,6 +6,7 @@ partitions, no UI, a JVM tuned to start fast, UTC session time zone.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
@@ -46,4 +47,6 @@ def _build() -> SparkSession:
     )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
+    # PySpark logs every failed query with its JVM stack; the engine reports failures on the statement.
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     return session

@@ -141,6 +141,7 @@ class Store:
             after, compute_pool_id, compute_pool_id,
         )
         page: list[dict[str, Any]] = []
+        last = after
         for seq, text in rows:
             body = json.loads(text)
             found = body["metadata"].get("labels") or {}
@@ -230,14 +231,12 @@ class Store:
         with self.transaction() as db:
             db.execute("UPDATE tables SET definition = ? WHERE uid = ?", (table.model_dump_json(), table.uid))
 
-    def drop_table(self, uid: str) -> list[str]:
-        """Forget a table, its offsets and its batches; return the batch paths to delete."""
+    def drop_table(self, uid: str) -> None:
+        """Forget a table, its offsets, its batches and its subjects."""
         with self.transaction() as db:
-            paths = [r[0] for r in db.execute("SELECT path FROM batches WHERE table_uid = ?", (uid,))]
             for table, column in (("tables", "uid"), ("partitions", "table_uid"), ("batches", "table_uid"),
                                   ("subjects", "table_uid")):
                 db.execute(f"DELETE FROM {table} WHERE {column} = ?", (uid,))
-            return paths
 
     def end_offsets(self, uid: str) -> dict[int, int]:
         """Next offset to be written, per partition (absent: 0)."""

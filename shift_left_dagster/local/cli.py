@@ -1,0 +1,61 @@
+"""`shift-left-dagster local start|status|stop`: the embedded service as a background process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+local_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+
+DataDirOption = Annotated[
+    Optional[Path],
+    typer.Option("--data-dir", help="service data folder (default: $SHIFT_LEFT_LOCAL_DATA, else ./.shift_left_dagster/local)"),
+]
+
+
+def _print(info, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+    if as_json:
+        typer.echo(info.model_dump_json(indent=1))
+        return
+    state = "running" if info.running else "not running"
+    typer.echo(f"local service {state}: {info.url} (pid {info.pid or '-'}, data {info.data_dir})")
+    typer.echo(f"  organization {info.organization_id}, environment {info.environment_id}, "
+               f"cluster {info.cluster_id}, compute pool {info.compute_pool_id}")
+
+
+@local_app.command()
+def start(
+    data_dir: DataDirOption = None,
+    port: Annotated[Optional[int], typer.Option("--port", help="port on 127.0.0.1 (0: any free port)")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the status as JSON")] = False,
+) -> None:
+    """Start the service in the background (already running: print its status)."""
+    from shift_left_dagster.local.process import ServiceError
+    from shift_left_dagster.local.process import start as start_service
+
+    try:
+        _print(start_service(data_dir, port), as_json)
+    except ServiceError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+
+
+@local_app.command()
+def status(
+    data_dir: DataDirOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print url, ids and running as JSON")] = False,
+) -> None:
+    """Where the service is and whether it runs."""
+    from shift_left_dagster.local.process import status as service_status
+
+    _print(service_status(data_dir), as_json)
+
+
+@local_app.command()
+def stop(data_dir: DataDirOption = None) -> None:
+    """Stop the service started from this data folder (only that process)."""
+    from shift_left_dagster.local.process import stop as stop_service
+
+    typer.echo("stopped" if stop_service(data_dir) else "not running")

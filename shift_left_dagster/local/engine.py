@@ -1,0 +1,306 @@
+"""Statement lifecycle and the tick loop: the one thread that runs Spark.
+
+HTTP handlers only record what was asked (PENDING, STOPPING, DELETING) and
+wake the engine; the engine thread does every transition and every run, one
+statement at a time, so runs never race each other. A background tick
+advances RUNNING statements; `quiesce` runs them until none finds new input.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pyspark.errors import PySparkException
+from pyspark.sql import SparkSession
+from sqlglot import exp
+
+from shift_left_dagster.local.catalog import TableError
+from shift_left_dagster.local.ddl import SQL_KINDS, Ddl
+from shift_left_dagster.local.jobs import Job, JobError, Jobs
+from shift_left_dagster.local.offsets import ScanError, format_offsets
+from shift_left_dagster.local.spark import get_spark
+from shift_left_dagster.local.storage import NotNullViolation, TableLogs, drop_table
+from shift_left_dagster.local.store import Store, now
+from shift_left_dagster.local.translate import Unsupported
+from shift_left_dagster.local.types import UnsupportedType, result_type
+from shift_left_dagster.local.views import TemporalJoinError
+from shift_left_dagster.project.dialect import StatementSet
+from shift_left_dagster.project.parsing import FlinkSqlError, Statement, parse_statements
+
+logger = logging.getLogger(__name__)
+
+PENDING, RUNNING, COMPLETED, FAILED = "PENDING", "RUNNING", "COMPLETED", "FAILED"
+STOPPING, STOPPED, DELETING = "STOPPING", "STOPPED", "DELETING"
+MAX_QUIESCE_ROUNDS = 200
+
+VALIDATION = "org.apache.flink.table.api.ValidationException"
+PARSER = "org.apache.flink.table.api.SqlParserException"
+RUNTIME = "org.apache.flink.runtime.JobException"
+_EXPECTED = (FlinkSqlError, Unsupported, UnsupportedType, JobError, TableError, ScanError, TemporalJoinError,
+             NotNullViolation)
+
+
+class Engine:
+    def __init__(self, data_dir: Path, *, spark_factory: Callable[[], SparkSession] = get_spark,
+                 tick_seconds: float = 1.0) -> None:
+        self.data_dir = data_dir
+        self.store = Store(data_dir / "service.db")
+        self.tick_seconds = tick_seconds
+        self._spark_factory = spark_factory
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._ready = threading.Event()
+        self._quiet_waiters: list[tuple[threading.Event, dict[str, Any]]] = []
+        self._waiters_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._jobs: dict[str, tuple[int, Job]] = {}  # compiled jobs, with the catalog version they saw
+        self._catalog_version = 0
+        self.startup_error: str | None = None
+
+    # --- control (any thread) -------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._main, name="shift-left-local-engine", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.store.close()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def drop_table(self, uid: str) -> None:
+        """A topic deleted through Kafka REST: its statements fail on their next read, as on Kafka."""
+        drop_table(self.store, self.data_dir / "tables", uid)
+        self._catalog_version += 1
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def quiesce(self, timeout: float = 300.0) -> dict[str, Any]:
+        """Block until the engine has run every statement until none finds new input."""
+        done, report = threading.Event(), {}
+        with self._waiters_lock:
+            self._quiet_waiters.append((done, report))
+        self._wake.set()
+        if not done.wait(timeout):
+            raise TimeoutError(f"the engine did not quiesce within {timeout:.0f} s")
+        return report
+
+    # --- the engine thread ---------------------------------------------------------------
+
+    def _main(self) -> None:
+        try:
+            spark = self._spark_factory()
+            self.logs = TableLogs(self.data_dir / "tables", spark, self.store)
+            removed = self.logs.remove_unregistered()
+            if removed:
+                logger.info("removed %d batch folder(s) left by an interrupted run", removed)
+            self.jobs = Jobs(spark, self.store, self.logs)
+            self.ddl = Ddl(self.store, self.logs)
+        except Exception as error:  # no Spark, no engine: say so on every statement
+            self.startup_error = f"the local service could not start Spark: {error}"
+            logger.exception("engine start failed")
+        self._ready.set()
+        while not self._stopping.is_set():
+            self._wake.wait(self.tick_seconds)
+            self._wake.clear()
+            if self._stopping.is_set():
+                break
+            with self._waiters_lock:
+                waiters, self._quiet_waiters = self._quiet_waiters, []
+            try:
+                if waiters:
+                    report = self._until_quiet()
+                    for done, out in waiters:
+                        out.update(report)
+                        done.set()
+                else:
+                    self._step()
+            except Exception:  # a bug must not kill the loop: log it, keep serving
+                logger.exception("engine step failed")
+                for done, out in waiters:
+                    out.update(error="engine step failed; see the service log")
+                    done.set()
+
+    def _until_quiet(self) -> dict[str, Any]:
+        rounds = 0
+        while rounds < MAX_QUIESCE_ROUNDS:
+            rounds += 1
+            if not self._step():
+                return {"rounds": rounds, "quiet": True}
+        return {"rounds": rounds, "quiet": False}
+
+    def _step(self) -> bool:
+        """Handle every pending transition, then advance every RUNNING statement once."""
+        changed = False
+        for name in self.store.names_in_phase(DELETING):
+            self._jobs.pop(name, None)
+            self.store.delete_statement(name)
+            changed = True
+        for name in self.store.names_in_phase(STOPPING):
+            self._finish_stop(name)
+            changed = True
+        for name in self.store.names_in_phase(PENDING):
+            self._start(name)
+            changed = True
+        for name in self.store.names_in_phase(RUNNING):
+            changed = self._guarded(name, self._advance) or changed
+        return changed
+
+    def _guarded(self, name: str, action: Callable[[str], bool]) -> bool:
+        try:
+            return action(name)
+        except _EXPECTED as error:
+            self._fail(name, str(error), PARSER if isinstance(error, FlinkSqlError) else VALIDATION)
+        except PySparkException as error:
+            self._fail(name, spark_detail(error, self._sql(name)), RUNTIME)
+        except Exception as error:
+            logger.exception("statement %s failed", name)
+            self._fail(name, f"internal error of the local service: {type(error).__name__}: {error}", RUNTIME)
+        return True
+
+    # --- transitions ---------------------------------------------------------------------------
+
+    def _start(self, name: str) -> None:
+        body = self.store.statement(name)
+        if body is None:
+            return
+        if body["spec"].get("stopped"):
+            self._set(name, STOPPED)
+            return
+        if self.startup_error:
+            self._fail(name, self.startup_error, RUNTIME)
+            return
+        self._guarded(name, self._start_statement)
+
+    def _start_statement(self, name: str) -> bool:
+        body = self.store.statement(name)
+        assert body is not None
+        properties = body["spec"].get("properties") or {}
+        statement = self._parse(name, body["spec"]["statement"])
+        tree = statement.tree
+        if isinstance(tree, (exp.Create, exp.Drop, exp.Alter)) and not (
+            isinstance(tree, exp.Create) and tree.expression is not None
+        ):
+            self.ddl.run(statement, properties)
+            self._catalog_version += 1
+            self._set(name, COMPLETED, traits=_traits(SQL_KINDS[type(tree)]), end_time=now())
+            return True
+        if not isinstance(tree, (exp.Create, exp.Insert, StatementSet, exp.Query)):
+            raise Unsupported(f"{tree.key.upper()} statements", statement.line,
+                              "the local service runs CREATE/DROP/ALTER TABLE, INSERT, STATEMENT SET and SELECT; "
+                              "set options in the statement's spec.properties")
+        job = self.jobs.compile(name, statement, properties)
+        state = self.store.run_state(name)
+        if job.create is not None and state is None:
+            self.ddl.create(statement, properties, job.sinks[0].table)
+            self._catalog_version += 1
+            job = self.jobs.compile(name, statement, properties)
+        state = self.jobs.start(job, state)
+        if job.select is not None:
+            schema, rows = self.jobs.select_rows(job, state)
+            self.store.put_results(name, [(0, row) for row in rows])
+            columns = [{"name": f.name, "type": result_type(f.dataType, f.nullable)} for f in schema.fields]
+            self._set(name, COMPLETED, traits=_traits("SELECT", schema={"columns": columns}), end_time=now())
+            return True
+        self.store.commit_run(name, state, [])
+        self._jobs[name] = (self._catalog_version, job)
+        bounded = all(p.bound is not None for p in state.sources.values())
+        append_only = all(not s.table.upsert for s in job.sinks)
+        self._set(name, RUNNING, traits=_traits(job.sql_kind, bounded=bounded, append_only=append_only),
+                  latest_offsets=None, latest_offsets_timestamp=None)
+        return self._advance(name)
+
+    def _advance(self, name: str) -> bool:
+        job = self._job(name)
+        state = self.store.run_state(name)
+        if job is None or state is None:
+            return False
+        advanced, state, batches = self.jobs.advance(job, state)
+        if advanced:
+            self.store.commit_run(name, state, batches)
+        if self.jobs.complete(state):
+            self._set(name, COMPLETED, end_time=now())
+            self._jobs.pop(name, None)
+            return True
+        return advanced
+
+    def _job(self, name: str) -> Job | None:
+        cached = self._jobs.get(name)
+        if cached is not None and cached[0] == self._catalog_version:
+            return cached[1]
+        body = self.store.statement(name)
+        if body is None:
+            return None
+        job = self.jobs.compile(name, self._parse(name, body["spec"]["statement"]), body["spec"].get("properties") or {})
+        state = self.jobs.start(job, self.store.run_state(name))  # a source recreated since: read it from its start
+        self.store.commit_run(name, state, [])
+        self._jobs[name] = (self._catalog_version, job)
+        return job
+
+    def _finish_stop(self, name: str) -> None:
+        """STOPPING -> STOPPED with latest_offsets: per source topic, the next offset to read."""
+        self._jobs.pop(name, None)
+        state = self.store.run_state(name)
+        offsets = {topic: format_offsets(p.next) for topic, p in (state.sources.items() if state else [])}
+        self._set(name, STOPPED, latest_offsets=offsets, latest_offsets_timestamp=now(), end_time=now())
+
+    def _fail(self, name: str, detail: str, exception: str) -> None:
+        self._jobs.pop(name, None)
+        self.store.add_exception(name, exception, detail)
+        self._set(name, FAILED, detail=detail, end_time=now())
+
+    def _set(self, name: str, phase: str, detail: str = "", **status: Any) -> None:
+        def change(body: dict[str, Any]) -> None:
+            if body["status"]["phase"] == DELETING:
+                return  # a delete asked meanwhile wins
+            body["status"].update(phase=phase, detail=detail, **status)
+
+        self.store.update_statement(name, change)
+
+    def _parse(self, name: str, sql: str) -> Statement:
+        statements = parse_statements(sql, source=name)
+        if len(statements) != 1:
+            raise FlinkSqlError(name, 1, f"a statement must hold exactly one SQL statement, found {len(statements)}")
+        return statements[0]
+
+    def _sql(self, name: str) -> str:
+        body = self.store.statement(name)
+        return body["spec"]["statement"] if body else ""
+
+
+def _traits(sql_kind: str, *, bounded: bool = True, append_only: bool = True,
+            schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"sql_kind": sql_kind, "is_bounded": bounded, "is_append_only": append_only, "upsert_columns": None,
+            "schema": schema or {}}
+
+
+_SPARK_NAME = re.compile(r"`([^`]+)`")
+
+
+def spark_detail(error: PySparkException, sql: str) -> str:
+    """Spark's complaint, with the Flink SQL line of the name it is about when it names one."""
+    message = str(error).strip().splitlines()[0]
+    condition = error.getCondition() if hasattr(error, "getCondition") else None
+    names = [n.split(".")[-1] for n in _SPARK_NAME.findall(message)]
+    line = next((_line_of_name(sql, n) for n in names if _line_of_name(sql, n)), None)
+    where = f"line {line}: " if line else ""
+    if condition == "UNRESOLVED_ROUTINE" and names:
+        return f"{where}function {names[0].upper()} is not supported by the local service (Spark: {message})"
+    return f"{where}{message}"
+
+
+def _line_of_name(sql: str, name: str) -> int | None:
+    match = re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", sql, re.IGNORECASE)
+    return sql.count("\n", 0, match.start()) + 1 if match else None

@@ -1,0 +1,318 @@
+"""Queries as jobs: INSERT INTO ... SELECT, EXECUTE STATEMENT SET, CREATE TABLE AS, SELECT.
+
+A job reads each source between offsets (offsets.py) and writes each sink a
+batch per run. Stateless jobs over append tables are incremental: each run
+reads only the offsets not read yet, and each output row keeps its input
+record's op and time. Every other job recomputes its query over the state of
+its inputs and writes the changelog of the difference against what it wrote
+before (its own batches), so an upsert sink ends as Flink would hold it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from sqlglot import exp
+
+from shift_left_dagster.local.catalog import (
+    DELETE, INSERT, OP, ROWTIME, UPDATE_AFTER, ColumnDef, TableDef, TableId, resolve, table_from_create,
+)
+from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_options, start_offsets
+from shift_left_dagster.local.storage import TableLogs
+from shift_left_dagster.local.store import Batch, RunState, SourceProgress, Store
+from shift_left_dagster.local.translate import HIDDEN, HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ, SparkQuery, translate_query
+from shift_left_dagster.local.types import decode_wire, flink_type_name, spark_type_of, wire_column
+from shift_left_dagster.local.views import TableViews
+from shift_left_dagster.project.analysis import state_reasons
+from shift_left_dagster.project.dialect import StatementSet
+from shift_left_dagster.project.parsing import Statement
+
+MAX_RESULT_ROWS = 100_000
+
+
+class JobError(ValueError):
+    """A query that can not run, in words a person can act on."""
+
+
+@dataclass
+class Sink:
+    table: TableDef
+    query: SparkQuery
+    target: list[str]  # stored columns receiving the query's columns, in order
+    incremental: bool
+
+
+@dataclass
+class Job:
+    name: str
+    sql_kind: str
+    sinks: list[Sink] = field(default_factory=list)
+    select: SparkQuery | None = None
+    create: Statement | None = None  # CREATE TABLE AS: the DDL to apply before the first run
+    sources: dict[str, TableDef] = field(default_factory=dict)  # view -> table read
+    options: dict[str, ScanOptions] = field(default_factory=dict)  # table uid -> how it is scanned
+
+    @property
+    def queries(self) -> list[SparkQuery]:
+        return [s.query for s in self.sinks] + ([self.select] if self.select else [])
+
+
+def missing_table(table_id: TableId) -> JobError:
+    return JobError(f"Table (or view) '{table_id.name}' does not exist or you do not have permission to access it.")
+
+
+class Jobs:
+    def __init__(self, spark: SparkSession, store: Store, logs: TableLogs) -> None:
+        self.spark, self.store, self.logs = spark, store, logs
+        self.views = TableViews(logs)
+
+    # --- compiling -------------------------------------------------------------------
+
+    def compile(self, name: str, statement: Statement, properties: Mapping[str, str]) -> Job:
+        tree = statement.tree
+        if isinstance(tree, exp.Query):
+            job = Job(name=name, sql_kind="SELECT")
+            job.select = self._translate(job, tree, properties, incremental=False)
+            return job
+        if isinstance(tree, exp.Create):
+            return self._compile_ctas(name, statement, properties)
+        inserts = tree.expressions if isinstance(tree, StatementSet) else [tree]
+        job = Job(name=name, sql_kind="EXECUTE_STATEMENT_SET" if isinstance(tree, StatementSet) else "INSERT_INTO")
+        for insert in inserts:
+            job.sinks.append(self._compile_insert(job, insert, properties))
+        return job
+
+    def _compile_ctas(self, name: str, statement: Statement, properties: Mapping[str, str]) -> Job:
+        create = statement.tree
+        target = create.this.this if isinstance(create.this, exp.Schema) else create.this
+        table_id = resolve(target, properties)
+        job = Job(name=name, sql_kind="CREATE_TABLE_AS", create=statement)
+        query = self._translate(job, create.expression, properties, incremental=False)
+        table = self.store.table(table_id)
+        if table is None:  # not created yet: the query's output gives the columns (checked again at start)
+            fields = self.bind(job, query).schema.fields
+            columns = [ColumnDef(name=f.name, type=flink_type_name(f.dataType)) for f in fields]
+            table = table_from_create(statement, "pending", table_id, columns)
+        job.sinks.append(Sink(table=table, query=query, target=[c.name for c in table.stored_columns],
+                              incremental=False))
+        return job
+
+    def _compile_insert(self, job: Job, insert: exp.Insert, properties: Mapping[str, str]) -> Sink:
+        target = insert.this.this if isinstance(insert.this, exp.Schema) else insert.this
+        table_id = resolve(target, properties)
+        table = self.store.table(table_id)
+        if table is None:
+            raise missing_table(table_id)
+        stored = [c.name for c in table.stored_columns]
+        if isinstance(insert.this, exp.Schema):
+            listed = [i.name for i in insert.this.expressions]
+            unknown = [c for c in listed if not any(s.lower() == c.lower() for s in stored)]
+            if unknown:
+                raise JobError(f"Unknown target column '{unknown[0]}' of table '{table.name}'.")
+            stored = [next(s for s in stored if s.lower() == c.lower()) for c in listed]
+        query = insert.expression.copy()
+        if insert.args.get("with"):
+            query.set("with", insert.args["with"].copy())
+        # VALUES has no input records to carry: it runs once, like a recomputed query without sources.
+        stateless = not isinstance(query, exp.Values) and not state_reasons(query)
+        sink_query = self._translate(job, query, properties, incremental=stateless)
+        appends = all(not t.upsert and t.changelog_mode == "append"
+                      for v, t in job.sources.items() if v in {s.view for s in sink_query.scans})
+        if stateless and not appends:  # a stateless query over a changelog: recompute it instead
+            sink_query = self._translate(job, query, properties, incremental=False)
+        return Sink(table=table, query=sink_query, target=stored, incremental=stateless and appends)
+
+    def _translate(self, job: Job, query: exp.Expression, properties: Mapping[str, str], *,
+                   incremental: bool) -> SparkQuery:
+        def columns_of(table: exp.Table) -> list[str]:
+            found = self.store.table(resolve(table, properties))
+            if found is None:
+                raise missing_table(resolve(table, properties))
+            return [c.name for c in found.columns]
+
+        translated = translate_query(query, columns_of, incremental=incremental)
+        for scan in translated.scans:
+            table = self.store.table(resolve(scan.table, properties))
+            if table is None:
+                raise missing_table(resolve(scan.table, properties))
+            options = scan_options(table.options, scan.options, properties)
+            if job.options.setdefault(table.uid, options) != options:
+                raise JobError(f"Table '{table.name}' is read twice with different scan options; the local "
+                               f"service tracks one read position per table and statement.")
+            job.sources[scan.view] = table
+        return translated
+
+    # --- running ---------------------------------------------------------------------
+
+    def start(self, job: Job, state: RunState | None) -> RunState:
+        """Fix start offsets and bounds when a job first starts (a resumed job keeps its own)."""
+        state = state or RunState()
+        for table in {t.uid: t for t in job.sources.values()}.values():
+            known = state.sources.get(table.name)
+            if known is not None and known.table_uid == table.uid:
+                continue
+            options = job.options[table.uid]
+            ends = self.store.end_offsets(table.uid)
+            start = start_offsets(options, table.partitions, ends, lambda ms: self.views.first_offset_at(table, ms))
+            bound = bound_offsets(options, table.partitions, ends, lambda ms: self.views.first_offset_at(table, ms))
+            state.sources[table.name] = SourceProgress(table_uid=table.uid, start=start, bound=bound, next=dict(start))
+        for sink in job.sinks:  # analysis only: wrong column counts fail now, not at the first row
+            self._shape(self.bind(job, sink.query, incremental=sink.incremental).schema, sink,
+                        incremental=sink.incremental, analyze_only=True)
+        return state
+
+    def bind(self, job: Job, query: SparkQuery, state: RunState | None = None,
+             upper: dict[str, dict[int, int]] | None = None, incremental: bool = False) -> DataFrame:
+        """The query's DataFrame over its sources' views (all records when no range is given)."""
+        for scan in query.scans:
+            table = job.sources[scan.view]
+            progress = next((p for p in (state.sources.values() if state else []) if p.table_uid == table.uid), None)
+            ranges = None
+            if progress is not None and upper is not None:
+                low = progress.next if incremental else progress.start
+                ranges = {p: (low.get(p, 0), upper[table.uid][p]) for p in range(table.partitions)}
+            if scan.versioned:
+                frame = self.views.versions(table, ranges)
+            elif incremental:
+                frame = self.views.changes(table, ranges)
+            else:
+                frame = self.views.state(table, ranges)
+            frame.createOrReplaceTempView(scan.view)
+        return self.spark.sql(query.sql)
+
+    def advance(self, job: Job, state: RunState) -> tuple[bool, RunState, list[Batch]]:
+        """One run: (whether there was new input, the new progress, the batches written).
+        The caller commits the batches and the progress together."""
+        upper = self._upper(job, state)
+        fresh = {uid for uid, ends in upper.items() if self._behind(state, uid, ends)}
+        if state.runs and not fresh:
+            return False, state, []
+        batches: list[Batch] = []
+        for sink in job.sinks:
+            read = {job.sources[s.view].uid for s in sink.query.scans}
+            if state.runs and not read & fresh:
+                continue
+            result = self.bind(job, sink.query, state, upper, incremental=sink.incremental)
+            records = self._shape(result, sink, incremental=sink.incremental)
+            if sink.incremental:
+                order = [F.col(HIDDEN_SEQ)] if sink.table.upsert else None
+                batch = self.logs.write(sink.table, records, job.name, order_by=order)
+            else:
+                batch = self.logs.write(sink.table, self._changelog(job.name, sink.table, records), job.name)
+            if batch is not None:
+                batches.append(batch)
+        for progress in state.sources.values():
+            progress.next = dict(upper[progress.table_uid])
+        state.runs += 1
+        return True, state, batches
+
+    def complete(self, state: RunState) -> bool:
+        """Bounded sources all read to their bounds (a job without sources is complete after one run)."""
+        return state.runs > 0 and all(
+            p.bound is not None and all(p.next.get(k, 0) >= v for k, v in p.bound.items())
+            for p in state.sources.values()
+        )
+
+    def select_rows(self, job: Job, state: RunState) -> tuple[T.StructType, list[list]]:
+        """A SELECT's rows (wire-encoded strings) over what exists now, up to its bounds."""
+        assert job.select is not None
+        frame = self.bind(job, job.select, state, self._upper(job, state))
+        schema = frame.schema
+        wired = frame.select(*[wire_column(f.name, f.dataType).alias(f"c{i}") for i, f in enumerate(schema.fields)])
+        rows = wired.limit(MAX_RESULT_ROWS).collect()
+        return schema, [[decode_wire(row[i], f.dataType) for i, f in enumerate(schema.fields)] for row in rows]
+
+    def _upper(self, job: Job, state: RunState) -> dict[str, dict[int, int]]:
+        """Offsets to read up to now: the end of each partition, capped by the bound."""
+        upper: dict[str, dict[int, int]] = {}
+        for progress in state.sources.values():
+            table = next(t for t in job.sources.values() if t.uid == progress.table_uid)
+            ends = self.store.end_offsets(table.uid)
+            upper[table.uid] = {
+                p: min(ends.get(p, 0), progress.bound.get(p, 0)) if progress.bound is not None else ends.get(p, 0)
+                for p in range(table.partitions)
+            }
+        return upper
+
+    @staticmethod
+    def _behind(state: RunState, uid: str, ends: dict[int, int]) -> bool:
+        progress = next(p for p in state.sources.values() if p.table_uid == uid)
+        return any(end > progress.next.get(p, 0) for p, end in ends.items())
+
+    def _shape(self, result: DataFrame | T.StructType, sink: Sink, *, incremental: bool,
+               analyze_only: bool = False) -> DataFrame | None:
+        """The query's columns by position -> the sink's stored columns (cast), $rowtime and $op."""
+        fields = result.fields if isinstance(result, T.StructType) else result.schema.fields
+        data = [f.name for f in fields if f.name not in HIDDEN]
+        if len(data) != len(sink.target):
+            raise JobError(
+                f"Column types of query result and sink for '{sink.table.name}' do not match. Cause: Different "
+                f"number of columns. Query schema: [{', '.join(data)}] Sink schema: [{', '.join(sink.target)}]")
+        if analyze_only:
+            return None
+        assert isinstance(result, DataFrame)
+        positional = [f"__sl_c{i}" for i in range(len(data))]
+        hidden = [f.name for f in fields if f.name in HIDDEN]
+        frame = result.toDF(*(positional[: len(data)] + hidden)) if not hidden else result.select(
+            *[F.col(f"`{n}`").alias(p) for n, p in zip(data, positional)], *[F.col(h) for h in hidden])
+        source = {t.lower(): p for t, p in zip(sink.target, positional)}
+        columns: list[Column] = []
+        for column in sink.table.stored_columns:
+            kind = spark_type_of(column.type)
+            value = F.col(source[column.name.lower()]) if column.name.lower() in source else F.lit(None)
+            columns.append(value.cast(kind).alias(column.name))
+        now = F.col(HIDDEN_ROWTIME) if incremental else F.current_timestamp()
+        rowtime_column = sink.table.rowtime_column
+        rowtime = F.coalesce(F.col(source[rowtime_column.lower()]).cast("timestamp"), now) \
+            if rowtime_column and rowtime_column.lower() in source else now
+        extra = [F.col(HIDDEN_SEQ)] if incremental else []
+        op = F.col(HIDDEN_OP) if incremental else F.lit(INSERT)
+        return frame.select(*columns, rowtime.alias(ROWTIME), op.cast("tinyint").alias(OP), *extra)
+
+    def _changelog(self, producer: str, table: TableDef, new: DataFrame) -> DataFrame:
+        """What to write so the sink goes from what this job wrote before to `new`."""
+        if not any(b.producer == producer for b in self.store.batches(table.uid)):
+            return new  # first run: everything is an insert
+        stored = [c.name for c in table.stored_columns]
+        old = self.views.state(table, producer=producer).select(*[F.col(f"`{c}`") for c in stored + [ROWTIME]])
+        if not table.upsert:
+            plain = [F.col(f"`{c}`") for c in stored]
+            added = new.select(*plain).exceptAll(old.select(*plain))
+            removed = old.select(*plain).exceptAll(new.select(*plain))
+            now = F.current_timestamp().alias(ROWTIME)
+            return added.select("*", now, F.lit(INSERT).cast("tinyint").alias(OP)).unionByName(
+                removed.select("*", now, F.lit(DELETE).cast("tinyint").alias(OP)))
+        n, o = new.alias("n"), old.alias("o")
+        keys = table.primary_key
+        joined = n.join(o, on=[F.col(f"n.`{k}`") == F.col(f"o.`{k}`") for k in keys], how="full_outer")
+        in_new = F.col(f"n.`{keys[0]}`").isNotNull()
+        in_old = F.col(f"o.`{keys[0]}`").isNotNull()
+        same = [_same(F.col(f"n.`{c.name}`"), F.col(f"o.`{c.name}`"), spark_type_of(c.type))
+                for c in table.stored_columns if c.name not in keys]
+        unchanged = in_new & in_old
+        for condition in same:
+            unchanged = unchanged & condition
+        op = F.when(~in_old, INSERT).when(~in_new, DELETE).otherwise(UPDATE_AFTER)
+        pick = [F.when(in_new, F.col(f"n.`{c}`")).otherwise(F.col(f"o.`{c}`")).alias(c) for c in stored + [ROWTIME]]
+        return joined.where(~unchanged).select(*pick, op.cast("tinyint").alias(OP))
+
+
+def _same(left: Column, right: Column, kind: T.DataType) -> Column:
+    """Null-safe equality; MAP values compare as JSON (Spark can not compare maps)."""
+    if any(isinstance(t, T.MapType) for t in _types(kind)):
+        return F.to_json(F.struct(left)).eqNullSafe(F.to_json(F.struct(right)))
+    return left.eqNullSafe(right)
+
+
+def _types(kind: T.DataType) -> list[T.DataType]:
+    if isinstance(kind, T.ArrayType):
+        return [kind, *_types(kind.elementType)]
+    if isinstance(kind, T.MapType):
+        return [kind, *_types(kind.keyType), *_types(kind.valueType)]
+    if isinstance(kind, T.StructType):
+        return [kind, *[t for f in kind.fields for t in _types(f.dataType)]]
+    return [kind]

@@ -1,0 +1,221 @@
+"""Running the service: in a thread of this process (tests), or as a detached background process
+with a pid file and a state file in its data dir (`shift-left-dagster local start|status|stop`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import requests
+import uvicorn
+from pydantic import BaseModel
+from pyspark.sql import SparkSession
+
+from shift_left_dagster.local.engine import Engine
+from shift_left_dagster.local.server import create_app
+from shift_left_dagster.local.settings import DEFAULT_PORT, HOST, IDENTITY, credentials, resolve_data_dir
+from shift_left_dagster.local.spark import get_spark
+
+PID_FILE, STATE_FILE, LOG_FILE = "service.pid", "service.json", "service.log"
+MODULE = "shift_left_dagster.local.process"
+
+
+class ServiceError(RuntimeError):
+    """The service could not be started or stopped; the message says why and where to look."""
+
+
+class LocalServiceInfo(BaseModel):
+    """How to reach a local service: what the Dagster resource and `local status --json` use."""
+
+    url: str
+    port: int
+    pid: int
+    organization_id: str = IDENTITY.organization_id
+    environment_id: str = IDENTITY.environment_id
+    cluster_id: str = IDENTITY.cluster_id
+    compute_pool_id: str = IDENTITY.compute_pool_id
+    data_dir: str
+    running: bool = False
+
+
+class InProcessService:
+    """The service on a thread of this process, over a SparkSession it is given (tests share one)."""
+
+    def __init__(self, data_dir: Path, *, port: int = 0, spark_factory: Callable[[], SparkSession] = get_spark,
+                 tick_seconds: float = 1.0) -> None:
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.engine = Engine(data_dir, spark_factory=spark_factory, tick_seconds=tick_seconds)
+        key, secret = credentials()
+        config = uvicorn.Config(create_app(self.engine, key, secret), host=HOST, port=self.port,
+                                log_level="warning", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="shift-left-local-http", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def info(self) -> LocalServiceInfo:
+        return LocalServiceInfo(url=self.url, port=self.port, pid=os.getpid(), data_dir=str(self.data_dir),
+                                running=True)
+
+    def start(self, timeout: float = 30.0) -> InProcessService:
+        self.engine.start()
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise ServiceError(f"the in-process service did not start on port {self.port}")
+            time.sleep(0.02)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(10)
+        self.engine.stop()
+
+    def __enter__(self) -> InProcessService:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind((HOST, 0))
+        return probe.getsockname()[1]
+
+
+# --- the background process ---------------------------------------------------------------------
+
+
+def start(data_dir: str | Path | None = None, port: int | None = None, timeout: float = 120.0) -> LocalServiceInfo:
+    """Start the service detached (idempotent: a running one is returned as is) and wait until it answers."""
+    root = resolve_data_dir(data_dir)
+    current = status(root)
+    if current.running:
+        return current
+    root.mkdir(parents=True, exist_ok=True)
+    chosen = port if port is not None else DEFAULT_PORT
+    chosen = chosen or free_port()
+    with open(root / LOG_FILE, "ab") as log:
+        child = subprocess.Popen(
+            [sys.executable, "-m", MODULE, "--data-dir", str(root), "--port", str(chosen)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=root, start_new_session=True,
+        )
+    info = LocalServiceInfo(url=f"http://{HOST}:{chosen}", port=chosen, pid=child.pid, data_dir=str(root))
+    (root / PID_FILE).write_text(f"{child.pid}\n")
+    (root / STATE_FILE).write_text(info.model_dump_json(indent=1, exclude={"running"}))
+    deadline = time.monotonic() + timeout
+    while not _answers(info.url):
+        if child.poll() is not None:
+            raise ServiceError(f"the local service exited with code {child.returncode} while starting; "
+                               f"see {root / LOG_FILE}:\n{_tail(root / LOG_FILE)}")
+        if time.monotonic() > deadline:
+            raise ServiceError(f"the local service did not answer on {info.url} within {timeout:.0f} s; "
+                               f"see {root / LOG_FILE}")
+        time.sleep(0.1)
+    return info.model_copy(update={"running": True})
+
+
+def status(data_dir: str | Path | None = None) -> LocalServiceInfo:
+    """The recorded service and whether it is our process and answering."""
+    root = resolve_data_dir(data_dir)
+    state = root / STATE_FILE
+    if not state.exists():
+        return LocalServiceInfo(url=f"http://{HOST}:{DEFAULT_PORT}", port=DEFAULT_PORT, pid=0, data_dir=str(root))
+    info = LocalServiceInfo.model_validate_json(state.read_text())
+    running = _owned_pid(root) is not None and _answers(info.url)
+    return info.model_copy(update={"running": running})
+
+
+def stop(data_dir: str | Path | None = None, timeout: float = 30.0) -> bool:
+    """Stop our service (only a pid that is really ours); False when none was running."""
+    root = resolve_data_dir(data_dir)
+    pid = _owned_pid(root)
+    if pid is None:
+        (root / PID_FILE).unlink(missing_ok=True)
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if _alive(pid):
+        os.kill(pid, signal.SIGKILL)
+    (root / PID_FILE).unlink(missing_ok=True)
+    return True
+
+
+def ensure_running(data_dir: str | Path | None = None) -> LocalServiceInfo:
+    """The library entry point (the Dagster resource): start the service if needed, return how to reach it."""
+    return start(data_dir)
+
+
+def _owned_pid(root: Path) -> int | None:
+    """The pid file's pid if it is alive and is this data dir's service (state file and command line agree)."""
+    try:
+        pid = int((root / PID_FILE).read_text().strip())
+        recorded = LocalServiceInfo.model_validate_json((root / STATE_FILE).read_text()).pid
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    args = [part.decode(errors="replace") for part in command]
+    ours = pid == recorded and MODULE in args and str(root) in args
+    return pid if ours and _alive(pid) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    state = Path(f"/proc/{pid}/stat")
+    return not (state.exists() and state.read_text().split(") ", 1)[-1].startswith("Z"))  # a zombie is gone
+
+
+def _answers(url: str) -> bool:
+    try:
+        return requests.get(f"{url}/local/v1/health", timeout=1).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The detached process: engine + HTTP server until SIGTERM."""
+    parser = argparse.ArgumentParser(prog=MODULE)
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    args = parser.parse_args(argv)
+    root = resolve_data_dir(args.data_dir)
+    engine = Engine(root)
+    engine.start()
+    key, secret = credentials()
+    try:
+        uvicorn.run(create_app(engine, key, secret), host=HOST, port=args.port, log_level="warning", lifespan="off")
+    finally:
+        engine.stop()
+
+
+if __name__ == "__main__":
+    main()

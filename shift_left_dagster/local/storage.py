@@ -1,0 +1,144 @@
+"""Table logs on disk: each write is one batch folder of parquet files Spark reads.
+
+A batch is written to a hidden temporary folder and renamed into place, then
+registered in sqlite (store.py); readers only see registered batches, so a
+crash or a concurrent reader never sees half a batch. Offsets are dense per
+partition: the records are hash-partitioned on the table's key into exactly
+`partitions` Spark partitions, and a record's offset is the partition's next
+offset plus its index in the Spark partition.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from functools import reduce
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+
+from shift_left_dagster.local.catalog import DELETE, OFFSET, OP, PARTITION, ROWTIME, UPDATE_BEFORE, TableDef
+from shift_left_dagster.local.store import Batch, Store
+
+_INDEX_BITS = 33  # monotonically_increasing_id() = spark partition id << 33 | index in the partition
+
+
+class NotNullViolation(ValueError):
+    """A NULL written into a NOT NULL column (primary keys are NOT NULL), as Flink refuses it."""
+
+
+class TableLogs:
+    def __init__(self, root: Path, spark: SparkSession, store: Store) -> None:
+        self.root = root
+        self.spark = spark
+        self.store = store
+        root.mkdir(parents=True, exist_ok=True)
+
+    def remove_unregistered(self) -> int:
+        """Delete batch folders no committed run names (a crash between rename and commit) and temp folders."""
+        registered = self.store.batch_paths()
+        removed = 0
+        for table_dir in self.root.iterdir():
+            for batch_dir in table_dir.iterdir() if table_dir.is_dir() else []:
+                if self._relative(batch_dir) not in registered:
+                    shutil.rmtree(batch_dir, ignore_errors=True)
+                    removed += 1
+        return removed
+
+    def write(self, table: TableDef, records: DataFrame, producer: str | None,
+              order_by: list[Column] | None = None) -> Batch | None:
+        """Append records (stored columns + $rowtime + $op) as one batch; None when there were none.
+
+        `order_by` keeps the input order within a partition (an upsert table's latest row wins).
+        """
+        bases = self.store.end_offsets(table.uid)
+        keys = [F.col(f"`{k}`") for k in table.key_columns]
+        spread = records.repartition(table.partitions, *keys) if keys else records.repartition(table.partitions)
+        if order_by:
+            spread = spread.sortWithinPartitions(*order_by)
+        partition = F.spark_partition_id()
+        base = F.element_at(F.array(*[F.lit(bases.get(p, 0)) for p in range(table.partitions)]), partition + 1)
+        index = F.monotonically_increasing_id() - F.shiftleft(partition.cast("long"), _INDEX_BITS)
+        stored = [F.col(f"`{c.name}`") for c in table.stored_columns]
+        logged = spread.select(*stored, F.col(f"`{ROWTIME}`"), partition.alias(PARTITION),
+                               (base + index).alias(OFFSET), F.col(f"`{OP}`").cast("tinyint").alias(OP))
+        observation = Observation(f"batch-{uuid.uuid4().hex}")
+        logged = logged.observe(observation, *self._metrics(table))
+        final = self.root / table.uid / f"b-{uuid.uuid4().hex}"
+        temporary = final.with_name(f".tmp-{final.name}")
+        logged.write.parquet(str(temporary))
+        metrics = observation.get
+        if not metrics["rows"]:
+            shutil.rmtree(temporary, ignore_errors=True)
+            return None
+        violations = [c.name for c in table.stored_columns if not c.nullable and metrics.get(f"null:{c.name}")]
+        if violations:
+            shutil.rmtree(temporary, ignore_errors=True)
+            raise NotNullViolation(
+                f"Column '{violations[0]}' is NOT NULL, however, a null value is being written into it. "
+                f"You can set job configuration 'table.exec.sink.not-null-enforcer'='DROP' to suppress this "
+                f"exception and drop such records silently."
+            )
+        temporary.rename(final)
+        ranges = {
+            p: (metrics[f"first:{p}"], metrics[f"last:{p}"] + 1)
+            for p in range(table.partitions) if metrics.get(f"last:{p}") is not None
+        }
+        return Batch(table_uid=table.uid, path=self._relative(final), producer=producer, rows=metrics["rows"],
+                     retractions=metrics["retractions"], ranges=ranges)
+
+    @staticmethod
+    def _metrics(table: TableDef) -> list[Column]:
+        """What a write counts as it goes (no second pass): rows, retractions, offsets per partition, NULLs."""
+        metrics = [F.count(F.lit(1)).alias("rows"),
+                   F.sum(F.when(F.col(f"`{OP}`").isin(UPDATE_BEFORE, DELETE), 1).otherwise(0)).alias("retractions")]
+        for p in range(table.partitions):
+            offset = F.when(F.col(f"`{PARTITION}`") == p, F.col(f"`{OFFSET}`"))
+            metrics += [F.min(offset).alias(f"first:{p}"), F.max(offset).alias(f"last:{p}")]
+        for column in table.stored_columns:
+            if not column.nullable:
+                metrics.append(F.sum(F.when(F.col(f"`{column.name}`").isNull(), 1).otherwise(0))
+                               .alias(f"null:{column.name}"))
+        return metrics
+
+    def read(self, table: TableDef, ranges: dict[int, tuple[int, int]] | None = None,
+             producer: str | None = None) -> DataFrame:
+        """Records of a table (storage schema), optionally only offsets [start, end) per partition
+        and only the batches one statement wrote."""
+        schema = table.storage_schema()
+        selected: list[Batch] = []
+        exact = True  # every selected batch lies wholly inside the ranges: no row filter needed
+        for batch in self.store.batches(table.uid):
+            if producer is not None and batch.producer != producer:
+                continue
+            if ranges is None:
+                selected.append(batch)
+                continue
+            overlap = [p for p, (first, end) in batch.ranges.items()
+                       if p in ranges and first < ranges[p][1] and end > ranges[p][0]]
+            if overlap:
+                selected.append(batch)
+                exact = exact and set(overlap) == set(batch.ranges) and all(
+                    ranges[p][0] <= batch.ranges[p][0] and batch.ranges[p][1] <= ranges[p][1] for p in overlap)
+        if not selected:
+            return self.spark.createDataFrame([], schema)
+        frame = self.spark.read.schema(schema).parquet(*[str(self.root.parent / b.path) for b in selected])
+        if ranges is not None and not exact:
+            frame = frame.where(_in_ranges(ranges))
+        return frame
+
+    def _relative(self, path: Path) -> str:
+        return str(path.relative_to(self.root.parent))
+
+
+def drop_table(store: Store, root: Path, uid: str) -> None:
+    """Forget a table (topic, subjects, batches), then delete its folder."""
+    store.drop_table(uid)
+    shutil.rmtree(root / uid, ignore_errors=True)
+
+
+def _in_ranges(ranges: dict[int, tuple[int, int]]) -> Column:
+    partition, offset = F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`")
+    conditions = [(partition == p) & (offset >= start) & (offset < end) for p, (start, end) in ranges.items()]
+    return reduce(lambda a, b: a | b, conditions, F.lit(False))

@@ -1,0 +1,417 @@
+"""Flink SQL (the dialect's AST) -> Spark SQL, as small transforms over the tree.
+
+Each base table becomes a Spark view the engine binds to the table's records
+(`Scan`); Flink-only constructs are rewritten to their Spark equivalents;
+anything without a faithful equivalent raises Unsupported, naming the
+construct and its line, so a statement never runs with a silently different
+meaning.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+from shift_left_dagster.local.catalog import OFFSET, OP, ROWTIME
+from shift_left_dagster.project.dialect import OptionsHint, TableArgument
+from shift_left_dagster.project.parsing import FLINK
+
+# Hidden columns a stateless (incremental) query carries from each input record to its output row.
+HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ = "__sl_op", "__sl_rowtime", "__sl_seq"
+HIDDEN = {HIDDEN_OP: OP, HIDDEN_ROWTIME: ROWTIME, HIDDEN_SEQ: OFFSET}
+# Validity interval columns of a versioned table's view (temporal joins).
+VALID_FROM, VALID_TO = "__sl_valid_from", "__sl_valid_to"
+
+WINDOW_TVFS = ("TUMBLE", "HOP", "CUMULATE")
+_MICROS = {"SECOND": 1_000_000, "MINUTE": 60_000_000, "HOUR": 3_600_000_000, "DAY": 86_400_000_000}
+_UNSUPPORTED_FUNCTIONS = {
+    "SESSION": "the SESSION window table function",
+    "MATCH_RECOGNIZE": "MATCH_RECOGNIZE",
+    "ML_PREDICT": "ML_PREDICT",
+    "ML_EVALUATE": "ML_EVALUATE",
+    "VECTOR_SEARCH": "VECTOR_SEARCH",
+    "SOURCE_WATERMARK": "SOURCE_WATERMARK()",
+}
+
+
+class Unsupported(ValueError):
+    """A Flink construct the local service can not run faithfully."""
+
+    def __init__(self, construct: str, line: int, hint: str = "") -> None:
+        self.construct, self.line = construct, line
+        super().__init__(f"line {line}: {construct} is not supported by the local service{'; ' + hint if hint else ''}")
+
+
+@dataclass
+class Scan:
+    """One base-table reference of a query: the Spark view standing for it and how to read it."""
+
+    view: str
+    table: exp.Table
+    options: dict[str, str]
+    versioned: bool = False  # the build side of a temporal join: every version, with validity intervals
+
+
+@dataclass
+class SparkQuery:
+    sql: str
+    scans: list[Scan] = field(default_factory=list)
+
+
+ColumnsOf = Callable[[exp.Table], list[str]]
+_views = itertools.count()
+
+
+def translate_query(query: exp.Expression, columns_of: ColumnsOf, *, incremental: bool = False) -> SparkQuery:
+    """Spark SQL for a Flink query (SELECT, set operation or VALUES).
+
+    `columns_of` names a base table's visible columns (for `*`); `incremental`
+    adds the hidden columns that carry each input record's op, time and offset.
+    """
+    tree = query.copy()
+    _reject_unsupported(tree)
+    if isinstance(tree, exp.Values):
+        tree = _values_select(tree)
+    ctes = {cte.alias_or_name: cte.this for cte in tree.find_all(exp.CTE)}
+    _expand_window_tvfs(tree, columns_of, ctes)
+    _expand_stars(tree, columns_of, ctes)
+    scans = _replace_tables(tree, set(ctes))
+    tree = tree.transform(_rewrite_node)
+    if incremental:
+        _add_hidden_columns(tree, ctes={cte.alias_or_name: cte.this for cte in tree.find_all(exp.CTE)})
+    return SparkQuery(sql=tree.sql(dialect="spark", identify=True, comments=False), scans=scans)
+
+
+def line_of(node: exp.Expression) -> int:
+    """The first line a node's tokens are on (1 when unknown)."""
+    for candidate in node.walk():
+        line = candidate.meta.get("line") if candidate.meta else None
+        if line:
+            return int(line)
+    return 1
+
+
+# --- rejection ------------------------------------------------------------------------------
+
+
+def _reject_unsupported(tree: exp.Expression) -> None:
+    for node in tree.walk():
+        if isinstance(node, exp.MatchRecognize):
+            raise Unsupported("MATCH_RECOGNIZE", line_of(node))
+        if isinstance(node, exp.Lateral) and not isinstance(node.this, exp.Explode):
+            raise Unsupported("LATERAL TABLE (user-defined table functions)", line_of(node))
+        if isinstance(node, exp.SimilarTo):
+            raise Unsupported("SIMILAR TO", line_of(node))
+        if isinstance(node, exp.Anonymous) and node.name.upper() in _UNSUPPORTED_FUNCTIONS:
+            raise Unsupported(_UNSUPPORTED_FUNCTIONS[node.name.upper()], line_of(node))
+        if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous) and node.this.name.upper() == "TABLE":
+            inner = node.this.expressions[0] if node.this.expressions else None
+            name = inner.name.upper() if isinstance(inner, exp.Anonymous) else ""
+            if name not in WINDOW_TVFS:
+                construct = _UNSUPPORTED_FUNCTIONS.get(name, f"table function {name or '?'}")
+                raise Unsupported(construct, line_of(node))
+
+
+# --- VALUES ---------------------------------------------------------------------------------
+
+
+def _values_select(values: exp.Values) -> exp.Select:
+    """VALUES (...), (...) as SELECT c1, ... FROM VALUES ... AS v(c1, ...): Spark's inline table."""
+    width = len(values.expressions[0].expressions) if values.expressions else 0
+    names = [f"c{i + 1}" for i in range(width)]
+    values.set("alias", exp.TableAlias(this=exp.to_identifier("v"), columns=[exp.to_identifier(n) for n in names]))
+    return exp.select(*names).from_(values)
+
+
+# --- window table functions -------------------------------------------------------------------
+
+
+def _expand_window_tvfs(tree: exp.Expression, columns_of: ColumnsOf, ctes: dict[str, exp.Expression]) -> None:
+    """TABLE(TUMBLE|HOP|CUMULATE(TABLE t, DESCRIPTOR(c), ...)) -> a derived table adding
+    window_start, window_end (TIMESTAMP) and window_time (the time attribute's type)."""
+    for table in list(tree.find_all(exp.Table)):
+        call = table.this
+        if not (isinstance(call, exp.Anonymous) and call.name.upper() == "TABLE" and call.expressions):
+            continue
+        tvf = call.expressions[0]
+        line = line_of(tvf)
+        args = tvf.expressions
+        if len(args) < 3 or not isinstance(args[0], TableArgument) or not (
+            isinstance(args[1], exp.Anonymous) and args[1].name.upper() == "DESCRIPTOR"
+        ):
+            raise Unsupported(f"{tvf.name.upper()} with these arguments", line,
+                              "write TABLE t, DESCRIPTOR(time_column), INTERVAL ... positionally")
+        source: exp.Table = args[0].this
+        time_column = args[1].expressions[0].name
+        sizes = [_interval_micros(a, line) for a in args[2:]]
+        windows = _window_bounds(tvf.name.upper(), sizes, line)
+        names = _source_columns(source, columns_of, ctes)
+        inner_source = source.copy()
+        inner_source.set("alias", exp.TableAlias(this=exp.to_identifier("__sl_w_in")))
+        columns = ", ".join(f"`__sl_w_in`.`{n}`" for n in names)
+        us = f"unix_micros(CAST(`__sl_w_in`.`{time_column}` AS TIMESTAMP))"
+        exploded = sqlglot.parse_one(
+            f"SELECT {columns}, explode({windows.format(us=us)}) AS `__sl_w` FROM __sl_w_source", read="spark"
+        )
+        exploded.find(exp.Table).replace(inner_source)
+        outer = ", ".join(f"`{n}`" for n in names)
+        derived = sqlglot.parse_one(
+            f"SELECT {outer}, CAST(timestamp_micros(`__sl_w`.`s`) AS TIMESTAMP_NTZ) AS `window_start`, "
+            f"CAST(timestamp_micros(`__sl_w`.`e`) AS TIMESTAMP_NTZ) AS `window_end`, "
+            f"timestamp_micros(`__sl_w`.`e` - 1000) AS `window_time` FROM (__sl_w_inner) AS `__sl_w_out`",
+            read="spark",
+        )
+        derived.find(exp.Subquery).this.replace(exploded)
+        alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(source.name))
+        table.replace(exp.Subquery(this=derived, alias=alias))
+
+
+def _window_bounds(kind: str, sizes: list[int], line: int) -> str:
+    """Spark SQL for the array of (s, e) window bounds in micros of a record at {us}."""
+    if kind == "TUMBLE" and len(sizes) == 1:
+        size = sizes[0]
+        return f"array(named_struct('s', {{us}} - pmod({{us}}, {size}), 'e', {{us}} - pmod({{us}}, {size}) + {size}))"
+    if kind == "HOP" and len(sizes) == 2:
+        slide, size = sizes
+        if size % slide:
+            raise Unsupported("HOP with a size that is not a multiple of its slide", line)
+        last = f"({{us}} - pmod({{us}}, {slide}))"
+        return (f"transform(sequence({last} - {size - slide}, {last}, {slide}), "
+                f"x -> named_struct('s', x, 'e', x + {size}))")
+    if kind == "CUMULATE" and len(sizes) == 2:
+        step, size = sizes
+        if size % step:
+            raise Unsupported("CUMULATE with a max size that is not a multiple of its step", line)
+        start = f"({{us}} - pmod({{us}}, {size}))"
+        first_end = f"({start} + (floor(({{us}} - {start}) / {step}) + 1) * {step})"
+        return (f"transform(sequence(CAST({first_end} AS BIGINT), {start} + {size}, {step}), "
+                f"x -> named_struct('s', {start}, 'e', x))")
+    raise Unsupported(f"{kind} with {len(sizes)} interval argument(s)", line)
+
+
+def _interval_micros(node: exp.Expression, line: int) -> int:
+    if isinstance(node, exp.Interval) and node.this is not None and node.unit is not None:
+        unit = node.unit.name.upper().rstrip("S")
+        if unit in _MICROS and node.this.name.strip().isdigit():
+            return int(node.this.name.strip()) * _MICROS[unit]
+    raise Unsupported(f"window size {node.sql()}", line, "use INTERVAL 'n' SECOND|MINUTE|HOUR|DAY")
+
+
+# --- SELECT * -------------------------------------------------------------------------------
+
+
+def _expand_stars(tree: exp.Expression, columns_of: ColumnsOf, ctes: dict[str, exp.Expression]) -> None:
+    """`*` and `t.*` -> the visible columns: Flink's SELECT * never includes $rowtime."""
+    for select in list(tree.find_all(exp.Select)):
+        _expand_select(select, columns_of, ctes)
+
+
+def _expand_select(select: exp.Select, columns_of: ColumnsOf, ctes: dict[str, exp.Expression]) -> None:
+    stars = [e for e in select.expressions if isinstance(e, exp.Star) or
+             (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))]
+    if not stars:
+        return
+    sources = _sources(select)
+    expanded: list[exp.Expression] = []
+    for item in select.expressions:
+        if item not in stars:
+            expanded.append(item)
+            continue
+        wanted = item.table if isinstance(item, exp.Column) else None
+        for alias, source in sources:
+            if wanted and alias != wanted:
+                continue
+            expanded += [exp.column(n, table=alias, quoted=True) for n in _source_columns(source, columns_of, ctes)]
+    select.set("expressions", expanded)
+
+
+def _sources(select: exp.Select) -> list[tuple[str, exp.Expression]]:
+    """(alias, source) of the FROM clause and joins, in order."""
+    found = []
+    from_ = select.args.get("from_")
+    for node in ([from_.this] if from_ else []) + [j.this for j in select.args.get("joins") or []]:
+        found.append((node.alias_or_name, node))
+    return found
+
+
+def _source_columns(source: exp.Expression, columns_of: ColumnsOf, ctes: dict[str, exp.Expression]) -> list[str]:
+    if isinstance(source, exp.Table) and not source.args.get("db") and source.name in ctes:
+        return _output_names(ctes[source.name], columns_of, ctes)
+    if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
+        return columns_of(source)
+    if isinstance(source, exp.Subquery):
+        return _output_names(source.this, columns_of, ctes)
+    if isinstance(source, exp.Unnest):
+        alias = source.args.get("alias")
+        return [c.name for c in alias.columns] if alias else ["EXPR$0"]
+    raise Unsupported(f"SELECT * over {source.sql()}", line_of(source), "name the columns")
+
+
+def _output_names(query: exp.Expression, columns_of: ColumnsOf, ctes: dict[str, exp.Expression]) -> list[str]:
+    if isinstance(query, exp.Subquery):
+        return _output_names(query.this, columns_of, ctes)
+    if isinstance(query, exp.SetOperation):
+        return _output_names(query.left, columns_of, ctes)
+    if isinstance(query, exp.Select):
+        _expand_select(query, columns_of, ctes)
+        return [e.alias_or_name for e in query.expressions]
+    raise Unsupported(f"SELECT * over {query.key.upper()}", line_of(query))
+
+
+# --- base tables --------------------------------------------------------------------------
+
+
+def _replace_tables(tree: exp.Expression, cte_names: set[str]) -> list[Scan]:
+    """Every base table -> a view `sl_<n>` aliased as the table (qualified columns still resolve).
+
+    A temporal join's table (FOR SYSTEM_TIME AS OF t) becomes its versions view,
+    and the join keeps the version valid at t: valid_from <= t < valid_to.
+    """
+    scans: list[Scan] = []
+    for table in list(tree.find_all(exp.Table)):
+        if not isinstance(table.this, exp.Identifier):
+            continue
+        if not table.args.get("db") and table.name in cte_names:
+            continue
+        hints = table.args.get("hints") or []
+        options = {k: v for h in hints if isinstance(h, OptionsHint) for k, v in h.options.items()}
+        version = table.args.get("version")
+        scan = Scan(view=f"sl_{next(_views)}", table=table.copy(), options=options, versioned=version is not None)
+        scans.append(scan)
+        alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name))
+        replacement = exp.Table(this=exp.to_identifier(scan.view), alias=alias)
+        if version is not None:
+            _temporal_condition(table, version, alias.name)
+        table.replace(replacement)
+    return scans
+
+
+def _temporal_condition(table: exp.Table, version: exp.Version, alias: str) -> None:
+    join = table.parent
+    if not isinstance(join, exp.Join) or join.args.get("on") is None:
+        raise Unsupported("FOR SYSTEM_TIME AS OF outside a JOIN ... ON", line_of(table))
+    if (join.side or "").upper() not in ("", "LEFT"):
+        raise Unsupported(f"{join.side.upper()} temporal join", line_of(table), "use JOIN or LEFT JOIN")
+    at = version.expression
+    valid_from = exp.column(VALID_FROM, table=alias, quoted=True)
+    valid_to = exp.column(VALID_TO, table=alias, quoted=True)
+    within = exp.and_(
+        exp.LTE(this=valid_from, expression=at.copy()),
+        exp.paren(exp.or_(exp.Is(this=valid_to, expression=exp.Null()), exp.LT(this=at.copy(), expression=valid_to))),
+    )
+    join.set("on", exp.and_(join.args["on"], within))
+
+
+# --- functions and types ---------------------------------------------------------------------
+
+
+def _rewrite_node(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Anonymous):
+        return _rewrite_function(node)
+    if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Column) and node.this.name.upper() == "MAP" \
+            and not node.this.this.quoted and not node.this.table:
+        return exp.Anonymous(this="map", expressions=node.expressions)
+    if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("to") is not None:
+        return _floor_ceil(node)
+    if isinstance(node, exp.TimestampDiff) and isinstance(node.this, exp.Column) \
+            and node.this.name.upper() in ("SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"):
+        # The generic parser read TIMESTAMPDIFF(unit, a, b) as (this=unit, expression=a, unit=b).
+        return exp.Anonymous(this="timestampdiff", expressions=[
+            exp.var(node.this.name.upper()), node.expression, exp.column(node.unit.name)])
+    if isinstance(node, exp.DataType):
+        return _spark_data_type(node)
+    return node
+
+
+def _rewrite_function(node: exp.Anonymous) -> exp.Expression:
+    name, args = node.name.upper(), node.expressions
+    if name in ("JSON_VALUE", "JSON_QUERY") and len(args) == 2:
+        return exp.Anonymous(this="get_json_object", expressions=args)
+    if name == "ROW":
+        return exp.Anonymous(this="struct", expressions=args)
+    if name == "PROCTIME" and not args:
+        return exp.CurrentTimestamp()
+    if name == "CURRENT_WATERMARK":
+        # Runs recompute over all input in order: no record is late, as before any watermark.
+        return exp.cast(exp.Null(), exp.DataType.build("TIMESTAMP", dialect="spark"))
+    if name == "LISTAGG" and args:
+        separator = args[1] if len(args) > 1 else exp.Literal.string(",")
+        return exp.Anonymous(this="array_join", expressions=[
+            exp.Anonymous(this="collect_list", expressions=[args[0]]), separator])
+    if name == "TO_TIMESTAMP_LTZ" and len(args) == 2 and isinstance(args[1], exp.Literal) and not args[1].is_string:
+        unit = {"0": "timestamp_seconds", "3": "timestamp_millis", "6": "timestamp_micros"}.get(args[1].name)
+        if unit is None:
+            raise Unsupported(f"TO_TIMESTAMP_LTZ with precision {args[1].name}", line_of(node), "use 0, 3 or 6")
+        return exp.Anonymous(this=unit, expressions=[args[0]])
+    if name == "TO_TIMESTAMP_LTZ" and args:
+        return exp.Anonymous(this="to_timestamp", expressions=args)
+    if name == "TO_TIMESTAMP" and args:
+        pattern = args[1] if len(args) > 1 else exp.Literal.string("yyyy-MM-dd HH:mm:ss")
+        return exp.Anonymous(this="to_timestamp_ntz", expressions=[args[0], pattern])
+    return node
+
+
+def _floor_ceil(node: exp.Floor | exp.Ceil) -> exp.Expression:
+    unit = node.args["to"].name.upper()
+    truncated = exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(unit), node.this.copy()])
+    if isinstance(node, exp.Floor):
+        return truncated
+    step = exp.Interval(this=exp.Literal.string("1"), unit=exp.var(unit))
+    return exp.If(this=exp.EQ(this=truncated.copy(), expression=node.this.copy()), true=node.this.copy(),
+                  false=exp.Add(this=truncated, expression=step))
+
+
+def _spark_data_type(node: exp.DataType) -> exp.DataType:
+    """Flink types in CASTs -> Spark: TIMESTAMP -> TIMESTAMP_NTZ, TIMESTAMP_LTZ -> TIMESTAMP, no precisions."""
+    kind = node.this
+    T = exp.DataType.Type
+    if kind in (T.TIMESTAMP, T.DATETIME):
+        return exp.DataType(this=T.TIMESTAMPNTZ)
+    if kind in (T.TIMESTAMPLTZ, T.TIMESTAMPTZ):
+        return exp.DataType(this=T.TIMESTAMP)
+    if kind in (T.VARCHAR, T.CHAR, T.NCHAR, T.NVARCHAR):
+        return exp.DataType(this=T.TEXT)
+    if kind == T.VARBINARY:
+        return exp.DataType(this=T.BINARY)
+    if kind == T.LIST:
+        raise Unsupported("MULTISET", line_of(node))
+    return node
+
+
+# --- incremental (stateless) queries -------------------------------------------------------------
+
+
+def _add_hidden_columns(query: exp.Expression, ctes: dict[str, exp.Expression], done: set[int] | None = None) -> None:
+    """Each row source of the query passes its input record's op, time and offset through."""
+    done = set() if done is None else done
+    if id(query) in done:
+        return
+    done.add(id(query))
+    if isinstance(query, exp.Subquery):
+        _add_hidden_columns(query.this, ctes, done)
+        return
+    if isinstance(query, exp.SetOperation):
+        _add_hidden_columns(query.left, ctes, done)
+        _add_hidden_columns(query.right, ctes, done)
+        return
+    if not isinstance(query, exp.Select):
+        raise Unsupported(f"{query.key.upper()} in a stateless statement", line_of(query))
+    source = query.args["from_"].this
+    if isinstance(source, exp.Subquery):
+        _add_hidden_columns(source, ctes, done)
+    elif isinstance(source, exp.Table) and source.name in ctes:
+        _add_hidden_columns(ctes[source.name], ctes, done)
+    for hidden in HIDDEN:
+        query.append("expressions", exp.alias_(exp.column(hidden, table=source.alias_or_name, quoted=True), hidden,
+                                              quoted=True))
+
+
+def translate_expression(flink_sql: str) -> str:
+    """Spark SQL of one Flink scalar expression (computed columns)."""
+    select = sqlglot.parse_one(f"SELECT {flink_sql}", dialect=FLINK)
+    _reject_unsupported(select)
+    return select.expressions[0].transform(_rewrite_node).sql(dialect="spark", identify=True, comments=False)

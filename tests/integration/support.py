@@ -1,0 +1,123 @@
+"""Test helpers over the REST API: deploy SQL, wait, quiesce, read a table through a SELECT.
+
+Expected results are never read from the engine: seed rows are parsed from
+the seed files here, and expectations computed from them in plain Python.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import requests
+from sqlglot import exp
+
+from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.confluent.models import Statement
+from shift_left_dagster.project.analysis import analyze_ddl
+from shift_left_dagster.project.config import LOCAL_API_KEY, LOCAL_API_SECRET, local_defaults
+from shift_left_dagster.project.graph import ProjectGraph
+from shift_left_dagster.project.inventory import build_inventory
+from shift_left_dagster.project.parsing import parse_statements, split_statements
+
+PROJECT = Path(__file__).resolve().parents[2] / "flink_project"
+_names = itertools.count()
+
+
+def client_for(url: str) -> ConfluentClient:
+    return ConfluentClient.from_config(local_defaults(url))
+
+
+def unique(prefix: str) -> str:
+    """A statement name no other test uses."""
+    return f"{prefix}-{next(_names)}"
+
+
+def run(client: ConfluentClient, name: str, sql: str, *phases: str, timeout: float = 120.0) -> Statement:
+    """Create a statement and wait until it reaches one of `phases` (default COMPLETED)."""
+    client.create_statement(name, sql)
+    return client.wait_for_phase(name, set(phases or ("COMPLETED",)), timeout=timeout)
+
+
+def quiesce(url: str) -> dict[str, Any]:
+    """The service's test extension: run every RUNNING statement until none finds new input."""
+    response = requests.post(f"{url}/local/v1/quiesce", auth=(LOCAL_API_KEY, LOCAL_API_SECRET), timeout=600)
+    response.raise_for_status()
+    return response.json()
+
+
+def select(client: ConfluentClient, sql: str) -> list[tuple]:
+    """Rows of a SELECT, as the results endpoint encodes them, sorted."""
+    name = unique("select")
+    run(client, name, sql)
+    rows = [tuple(_hashable(v) for v in r.row) for r in client.statement_results(name)]
+    client.delete_statement(name)
+    return sorted(rows, key=repr)
+
+
+def _hashable(value: Any) -> Any:
+    return tuple(_hashable(v) for v in value) if isinstance(value, list) else value
+
+
+def seed_statements(topic: str) -> list[str]:
+    """The seed file's statements (CREATE TABLE, then one INSERT per day)."""
+    text = (PROJECT / "seeds" / f"{topic}.sql").read_text()
+    return [sql for sql, _line in split_statements(text, f"seeds/{topic}.sql")]
+
+
+def seed_rows(topic: str) -> list[dict[str, Any]]:
+    """The seed records as Python values, in insertion order, read from the SQL by the parser."""
+    path = PROJECT / "seeds" / f"{topic}.sql"
+    statements = parse_statements(path.read_text(), str(path))
+    columns = [c.name for c in analyze_ddl(statements[0]).columns]
+    rows = []
+    for statement in statements[1:]:
+        for values in statement.tree.expression.expressions:
+            rows.append(dict(zip(columns, (literal(v) for v in values.expressions))))
+    return rows
+
+
+def literal(node: exp.Expression) -> Any:
+    if isinstance(node, exp.Null):
+        return None
+    if isinstance(node, exp.Neg):
+        return -literal(node.this)
+    if isinstance(node, exp.Literal):
+        if node.is_string:
+            return node.this
+        return Decimal(node.this) if "." in node.this else int(node.this)
+    if isinstance(node, exp.Cast) and node.to.is_type("timestamp"):
+        return datetime.fromisoformat(node.this.this)
+    if isinstance(node, exp.Boolean):
+        return node.this
+    raise ValueError(f"seed value {node.sql()} is not a literal this helper reads")
+
+
+def pipeline_order(table: str) -> list[tuple[str, str, str]]:
+    """(table, ddl sql, dml sql) for a table and its ancestors, parents first."""
+    graph = ProjectGraph(build_inventory(PROJECT / "pipelines", use_cache=False))
+    result = []
+    for name in [*graph.ancestors(table), table]:
+        entry = graph.tables[name]
+        result.append((name, (PROJECT / entry.ddl_path).read_text(), (PROJECT / entry.dml_path).read_text()))
+    return result
+
+
+def wire(value: Any) -> Any:
+    """A Python value as the results endpoint writes it."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S.") + f"{value.microsecond // 1000:03d}"
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
+
+
+def wired(rows: list[tuple]) -> list[tuple]:
+    return sorted((tuple(wire(v) for v in row) for row in rows), key=repr)
