@@ -41,7 +41,7 @@ MAX_QUIESCE_ROUNDS = 200
 VALIDATION = "org.apache.flink.table.api.ValidationException"
 PARSER = "org.apache.flink.table.api.SqlParserException"
 RUNTIME = "org.apache.flink.runtime.JobException"
-_EXPECTED = (FlinkSqlError, Unsupported, UnsupportedType, JobError, TableError, ScanError, TemporalJoinError,
+_EXPECTED = (Unsupported, UnsupportedType, JobError, TableError, ScanError, TemporalJoinError,
              NotNullViolation)
 
 
@@ -161,8 +161,10 @@ class Engine:
     def _guarded(self, name: str, action: Callable[[str], bool]) -> bool:
         try:
             return action(name)
+        except FlinkSqlError as error:
+            self._fail(name, f"SQL parse failed. {error}", PARSER)
         except _EXPECTED as error:
-            self._fail(name, str(error), PARSER if isinstance(error, FlinkSqlError) else VALIDATION)
+            self._fail(name, str(error), VALIDATION)
         except PySparkException as error:
             self._fail(name, spark_detail(error, self._sql(name)), RUNTIME)
         except Exception as error:

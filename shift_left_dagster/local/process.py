@@ -108,8 +108,8 @@ def start(data_dir: str | Path | None = None, port: int | None = None, timeout: 
     if current.running:
         return current
     root.mkdir(parents=True, exist_ok=True)
-    chosen = port if port is not None else DEFAULT_PORT
-    chosen = chosen or free_port()
+    recorded = current.port if (root / STATE_FILE).exists() else DEFAULT_PORT  # a restart keeps its URL
+    chosen = (port if port is not None else recorded) or free_port()
     with open(root / LOG_FILE, "ab") as log:
         child = subprocess.Popen(
             [sys.executable, "-m", MODULE, "--data-dir", str(root), "--port", str(chosen)],
