@@ -320,8 +320,9 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.TimestampDiff) and isinstance(node.this, exp.Column) \
             and node.this.name.upper() in ("SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"):
         # The generic parser read TIMESTAMPDIFF(unit, a, b) as (this=unit, expression=a, unit=b).
+        end = node.args["unit"]
         return exp.Anonymous(this="timestampdiff", expressions=[
-            exp.var(node.this.name.upper()), node.expression, exp.column(node.unit.name)])
+            exp.var(node.this.name.upper()), node.expression, exp.column(end.name) if isinstance(end, exp.Var) else end])
     if isinstance(node, exp.DataType):
         return _spark_data_type(node)
     return node

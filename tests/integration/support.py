@@ -93,6 +93,13 @@ def literal(node: exp.Expression) -> Any:
         return datetime.fromisoformat(node.this.this)
     if isinstance(node, exp.Boolean):
         return node.this
+    if isinstance(node, exp.Anonymous) and node.name.upper() == "ROW":
+        return tuple(literal(v) for v in node.expressions)
+    if isinstance(node, exp.Array):
+        return [literal(v) for v in node.expressions]
+    if isinstance(node, exp.Bracket):  # MAP['k', 'v', ...]
+        flat = [literal(v) for v in node.expressions]
+        return dict(zip(flat[::2], flat[1::2]))
     raise ValueError(f"seed value {node.sql()} is not a literal this helper reads")
 
 
