@@ -27,6 +27,8 @@ from dagster import (
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.deploy.executor import PlanExecutor, StepResult, live_statements
 from shift_left_dagster.deploy.plan import PlanOptions, build_plan, render_plan
+from shift_left_dagster.deploy.seeds import seed_raw_topics
+from shift_left_dagster.deploy.target import connect
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable, build_inventory, resolve_pipelines_dir
 
@@ -37,6 +39,11 @@ class FlinkProject:
     def __init__(self, pipelines_dir: str | Path | None = None, name: str | None = None):
         self.pipelines_dir = resolve_pipelines_dir(pipelines_dir)
         self.name = name or self.pipelines_dir.parent.name.replace("-", "_")
+
+    @property
+    def seeds_dir(self) -> Path:
+        """Seed data for the raw topics (INSERT ... VALUES files), used by the local service."""
+        return self.pipelines_dir.parent / "seeds"
 
     @cached_property
     def graph(self) -> ProjectGraph:
@@ -114,8 +121,14 @@ def flink_assets(
     @multi_asset(name=f"flink_{project.name}", specs=specs, can_subset=True)
     def deploy_flink_tables(context: AssetExecutionContext, confluent: ConfluentFlinkResource):
         selected = sorted(keys[key] for key in context.selected_asset_keys)
-        client = confluent.get_client()
         config = confluent.get_config()
+        client = connect(config)
+        if confluent.is_local and confluent.seed_local_raw_topics and project.seeds_dir.is_dir():
+            scope = set(selected).union(*(graph.ancestors(t) for t in selected))
+            raw = set().union(*(graph.external_sources[t] for t in scope))
+            seeded = seed_raw_topics(client, project.seeds_dir, only=raw)
+            if seeded:
+                context.log.info(f"seeded raw topics on the local service: {', '.join(seeded)}")
         options = (plan_options or PlanOptions()).model_copy(
             update={"environment": config.env_name, "compute_pool_id": config.flink.compute_pool_id}
         )

@@ -8,7 +8,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from shift_left_dagster.confluent.client import ConfluentClient
-from shift_left_dagster.deploy.target import connect, target_config
+from shift_left_dagster.deploy.target import connect, resolve_mode, target_config
 from shift_left_dagster.project.config import FlinkProjectConfig
 
 
@@ -32,6 +32,10 @@ class ConfluentFlinkResource(ConfigurableResource):
     registry_api_key: str | None = None
     registry_api_secret: str | None = None
     local_data_dir: str | None = Field(default=None, description="data folder of the local service")
+    local_url: str | None = Field(default=None, description="a local service already running (else one is started)")
+    seed_local_raw_topics: bool = Field(
+        default=True, description="local mode: create missing raw topics from the project's seeds/ folder"
+    )
     max_parallel: int = Field(default=4, description="plan steps run at once")
     statement_timeout_seconds: float = 600.0
 
@@ -50,8 +54,13 @@ class ConfluentFlinkResource(ConfigurableResource):
         }
         return {**os.environ, **{k: v for k, v in pairs.items() if v}}
 
+    @property
+    def is_local(self) -> bool:
+        return resolve_mode(self.mode, self._environ()) == "local"
+
     def get_config(self) -> FlinkProjectConfig:
-        return target_config(self.config_file, mode=self.mode, environ=self._environ(), local_data_dir=self.local_data_dir)
+        return target_config(self.config_file, mode=self.mode, environ=self._environ(),
+                             local_data_dir=self.local_data_dir, local_url=self.local_url)
 
     def get_client(self) -> ConfluentClient:
         return connect(self.get_config())

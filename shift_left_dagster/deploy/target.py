@@ -29,10 +29,16 @@ def target_config(
     mode: Mode = "auto",
     environ: Mapping[str, str] | None = None,
     local_data_dir: str | None = None,
+    local_url: str | None = None,
 ) -> FlinkProjectConfig:
-    """The environment config to deploy with; in local mode, starts the local service if needed."""
+    """The environment config to deploy with; in local mode, starts the local service if needed.
+
+    `local_url` points at a local service that is already running (tests, a shared one).
+    """
     environ = os.environ if environ is None else environ
     if resolve_mode(mode, environ) == "local":
+        if local_url:
+            return local_defaults(local_url)
         from shift_left_dagster.local.process import ensure_running  # Spark only when local
 
         return local_defaults(ensure_running(local_data_dir).url)
