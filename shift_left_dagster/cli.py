@@ -124,6 +124,29 @@ def deploy(
         raise SystemExit(1) from None
 
 
+@app.command()
+def demo(
+    select: Annotated[str, typer.Option("--select", help="Dagster asset selection")] = "+fct_order",
+) -> None:
+    """The main job on the embedded default: start the local service, materialise SELECT with Dagster."""
+    import subprocess
+    import sys
+
+    from shift_left_dagster.deploy.target import connect, target_config
+
+    config = target_config(mode="local")
+    typer.echo(f"local Confluent-compatible service: {config.flink_base_url}")
+    command = [sys.executable, "-m", "dagster", "asset", "materialize",
+               "-m", "shift_left_dagster.defs.definitions", "--select", select]
+    typer.echo("$ " + " ".join(command[2:]))
+    if subprocess.run(command).returncode != 0:
+        raise SystemExit(1)
+    typer.echo("\ndeployed statements:")
+    for statement in sorted(connect(config).list_statements(), key=lambda s: s.name):
+        typer.echo(f"  {statement.name:48} {statement.phase}")
+    typer.echo("\nUI: `dg dev` (or `dagster dev -w workspace.yaml`), then open http://127.0.0.1:3000")
+
+
 def main() -> None:
     from shift_left_dagster.confluent.errors import ConfluentError
     from shift_left_dagster.project.config import ConfigFileError

@@ -132,27 +132,33 @@ class TableFiles:
 
 
 def _discover(pipelines: Path) -> list[TableFiles]:
-    """Every `<type>/<product>/<table>/sql-scripts` folder with its ddl/dml files."""
+    """Every `<type>/<product>/<table>/sql-scripts` folder with its ddl/dml files.
+
+    Stops descending at a table folder (its tests/ and other folders are never listed).
+    """
     root = str(pipelines.parent)
     found: list[TableFiles] = []
-    for current, dirs, names in os.walk(pipelines):
-        dirs.sort()
-        if os.path.basename(current) != "sql-scripts":
-            continue
-        folder = os.path.relpath(os.path.dirname(current), root).replace(os.sep, "/")
-        parts = folder.split("/")[1:]  # below pipelines/
-        entry = TableFiles(
-            type=FOLDER_TYPES.get(parts[0], parts[0]),
-            product=parts[1] if len(parts) >= 3 else "",
-            folder=folder,
-        )
-        for name in sorted(names):
+
+    def visit(folder: str) -> None:
+        entries = sorted((e for e in os.scandir(folder) if e.is_dir()), key=lambda e: e.name)
+        scripts = next((e for e in entries if e.name == "sql-scripts"), None)
+        if scripts is None:
+            for entry in entries:
+                visit(entry.path)
+            return
+        relative = os.path.relpath(folder, root).replace(os.sep, "/")
+        parts = relative.split("/")[1:]  # below pipelines/
+        entry = TableFiles(type=FOLDER_TYPES.get(parts[0], parts[0]),
+                           product=parts[1] if len(parts) >= 3 else "", folder=relative)
+        for name in sorted(os.listdir(scripts.path)):
             if name.startswith("ddl.") and name.endswith(".sql") and entry.ddl is None:
-                entry.ddl = f"{folder}/sql-scripts/{name}"
+                entry.ddl = f"{relative}/sql-scripts/{name}"
             elif name.startswith("dml.") and name.endswith(".sql") and entry.dml is None:
-                entry.dml = f"{folder}/sql-scripts/{name}"
+                entry.dml = f"{relative}/sql-scripts/{name}"
         if entry.ddl or entry.dml:
             found.append(entry)
+
+    visit(str(pipelines))
     return found
 
 

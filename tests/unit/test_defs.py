@@ -46,3 +46,16 @@ def test_builder_takes_another_project(tmp_path):
     (scripts / "dml.t.sql").write_text("INSERT INTO t SELECT k FROM raw_sales")
     keys = build_flink_definitions(str(tmp_path / "pipelines")).get_repository_def().assets_defs_by_key
     assert set(keys) == {AssetKey("t"), AssetKey("raw_sales")}
+
+
+def test_yaml_component_builds_the_same_assets(tmp_path):
+    from pathlib import Path
+
+    from dagster import ComponentTree
+
+    from shift_left_dagster.defs.component import FlinkProjectComponent
+
+    sample = Path(__file__).resolve().parents[2] / "flink_project" / "pipelines"
+    component = FlinkProjectComponent.resolve_from_yaml(f"pipelines: {sample}\nmode: local\n")
+    built = component.build_defs(ComponentTree.for_test().load_context)
+    assert set(built.get_repository_def().assets_defs_by_key) == set(defs.get_repository_def().assets_defs_by_key)
