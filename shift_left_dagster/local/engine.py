@@ -58,8 +58,7 @@ class Engine:
         self._quiet_waiters: list[tuple[threading.Event, dict[str, Any]]] = []
         self._waiters_lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._jobs: dict[str, tuple[int, Job]] = {}  # compiled jobs, with the catalog version they saw
-        self._catalog_version = 0
+        self._jobs: dict[str, Job] = {}  # compiled jobs of RUNNING statements
         self.startup_error: str | None = None
 
     # --- control (any thread) -------------------------------------------------------------
@@ -81,7 +80,6 @@ class Engine:
     def drop_table(self, uid: str) -> None:
         """A topic deleted through Kafka REST: its statements fail on their next read, as on Kafka."""
         drop_table(self.store, self.data_dir / "tables", uid)
-        self._catalog_version += 1
 
     @property
     def ready(self) -> bool:
@@ -196,7 +194,6 @@ class Engine:
             isinstance(tree, exp.Create) and tree.expression is not None
         ):
             self.ddl.run(statement, properties)
-            self._catalog_version += 1
             self._set(name, COMPLETED, traits=_traits(SQL_KINDS[type(tree)]), end_time=now())
             return True
         if not isinstance(tree, (exp.Create, exp.Insert, StatementSet, exp.Query)):
@@ -207,7 +204,6 @@ class Engine:
         state = self.store.run_state(name)
         if job.create is not None and state is None:
             self.ddl.create(statement, properties, job.sinks[0].table)
-            self._catalog_version += 1
             job = self.jobs.compile(name, statement, properties)
         state = self.jobs.start(job, state)
         if job.select is not None:
@@ -217,7 +213,7 @@ class Engine:
             self._set(name, COMPLETED, traits=_traits("SELECT", schema={"columns": columns}), end_time=now())
             return True
         self.store.commit_run(name, state, [])
-        self._jobs[name] = (self._catalog_version, job)
+        self._jobs[name] = job
         bounded = all(p.bound is not None for p in state.sources.values())
         append_only = all(not s.table.upsert for s in job.sinks)
         self._set(name, RUNNING, traits=_traits(job.sql_kind, bounded=bounded, append_only=append_only),
@@ -240,15 +236,15 @@ class Engine:
 
     def _job(self, name: str) -> Job | None:
         cached = self._jobs.get(name)
-        if cached is not None and cached[0] == self._catalog_version:
-            return cached[1]
+        if cached is not None and all(self.store.table_by_uid(t.uid) == t for t in cached.tables):
+            return cached  # no table it uses was dropped, recreated or altered since it was compiled
         body = self.store.statement(name)
         if body is None:
             return None
         job = self.jobs.compile(name, self._parse(name, body["spec"]["statement"]), body["spec"].get("properties") or {})
         state = self.jobs.start(job, self.store.run_state(name))  # a source recreated since: read it from its start
         self.store.commit_run(name, state, [])
-        self._jobs[name] = (self._catalog_version, job)
+        self._jobs[name] = job
         return job
 
     def _finish_stop(self, name: str) -> None:

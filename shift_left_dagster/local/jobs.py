@@ -57,8 +57,9 @@ class Job:
     options: dict[str, ScanOptions] = field(default_factory=dict)  # table uid -> how it is scanned
 
     @property
-    def queries(self) -> list[SparkQuery]:
-        return [s.query for s in self.sinks] + ([self.select] if self.select else [])
+    def tables(self) -> list[TableDef]:
+        """Every table the job reads or writes, as it was compiled against."""
+        return list(self.sources.values()) + [s.table for s in self.sinks]
 
 
 def missing_table(table_id: TableId) -> JobError:
@@ -160,9 +161,6 @@ class Jobs:
             start = start_offsets(options, table.partitions, ends, lambda ms: self.views.first_offset_at(table, ms))
             bound = bound_offsets(options, table.partitions, ends, lambda ms: self.views.first_offset_at(table, ms))
             state.sources[table.name] = SourceProgress(table_uid=table.uid, start=start, bound=bound, next=dict(start))
-        for sink in job.sinks:  # analysis only: wrong column counts fail now, not at the first row
-            self._shape(self.bind(job, sink.query, incremental=sink.incremental).schema, sink,
-                        incremental=sink.incremental, analyze_only=True)
         return state
 
     def bind(self, job: Job, query: SparkQuery, state: RunState | None = None,
@@ -200,7 +198,7 @@ class Jobs:
             records = self._shape(result, sink, incremental=sink.incremental)
             if sink.incremental:
                 order = [F.col(HIDDEN_SEQ)] if sink.table.upsert else None
-                batch = self.logs.write(sink.table, records, job.name, order_by=order)
+                batch = self.logs.write(sink.table, records, job.name, order_by=order, recomputable=True)
             else:
                 batch = self.logs.write(sink.table, self._changelog(job.name, sink.table, records), job.name)
             if batch is not None:
@@ -243,18 +241,14 @@ class Jobs:
         progress = next(p for p in state.sources.values() if p.table_uid == uid)
         return any(end > progress.next.get(p, 0) for p, end in ends.items())
 
-    def _shape(self, result: DataFrame | T.StructType, sink: Sink, *, incremental: bool,
-               analyze_only: bool = False) -> DataFrame | None:
+    def _shape(self, result: DataFrame, sink: Sink, *, incremental: bool) -> DataFrame:
         """The query's columns by position -> the sink's stored columns (cast), $rowtime and $op."""
-        fields = result.fields if isinstance(result, T.StructType) else result.schema.fields
+        fields = result.schema.fields
         data = [f.name for f in fields if f.name not in HIDDEN]
         if len(data) != len(sink.target):
             raise JobError(
                 f"Column types of query result and sink for '{sink.table.name}' do not match. Cause: Different "
                 f"number of columns. Query schema: [{', '.join(data)}] Sink schema: [{', '.join(sink.target)}]")
-        if analyze_only:
-            return None
-        assert isinstance(result, DataFrame)
         positional = [f"__sl_c{i}" for i in range(len(data))]
         hidden = [f.name for f in fields if f.name in HIDDEN]
         frame = result.toDF(*(positional[: len(data)] + hidden)) if not hidden else result.select(

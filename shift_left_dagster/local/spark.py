@@ -48,5 +48,6 @@ def _build() -> SparkSession:
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     # PySpark logs every failed query with its JVM stack; the engine reports failures on the statement.
-    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     return session

@@ -261,20 +261,29 @@ class Store:
     def commit_run(self, statement: str, state: RunState, batches: list[Batch]) -> None:
         """Register the batches a run wrote and the progress it made, all or nothing."""
         with self.transaction() as db:
-            for batch in batches:
-                db.execute(
-                    "INSERT INTO batches (table_uid, path, producer, rows, retractions, ranges, created_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (batch.table_uid, batch.path, batch.producer, batch.rows, batch.retractions,
-                     json.dumps(batch.ranges), now()),
-                )
-                for partition, (_first, end) in batch.ranges.items():
-                    db.execute(
-                        "INSERT INTO partitions VALUES (?, ?, ?) ON CONFLICT (table_uid, partition) "
-                        "DO UPDATE SET next_offset = MAX(next_offset, excluded.next_offset)",
-                        (batch.table_uid, partition, end),
-                    )
+            self._register(db, batches)
             db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?)", (statement, state.model_dump_json()))
+
+    def append_batches(self, batches: list[Batch]) -> None:
+        """Register batches written outside any statement (bulk test or benchmark data)."""
+        with self.transaction() as db:
+            self._register(db, batches)
+
+    @staticmethod
+    def _register(db: sqlite3.Connection, batches: list[Batch]) -> None:
+        for batch in batches:
+            db.execute(
+                "INSERT INTO batches (table_uid, path, producer, rows, retractions, ranges, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (batch.table_uid, batch.path, batch.producer, batch.rows, batch.retractions,
+                 json.dumps(batch.ranges), now()),
+            )
+            for partition, (_first, end) in batch.ranges.items():
+                db.execute(
+                    "INSERT INTO partitions VALUES (?, ?, ?) ON CONFLICT (table_uid, partition) "
+                    "DO UPDATE SET next_offset = MAX(next_offset, excluded.next_offset)",
+                    (batch.table_uid, partition, end),
+                )
 
     # --- schema registry subjects and compute pools --------------------------------------
 

@@ -1,0 +1,135 @@
+"""Benchmark of the embedded local service (warm service, one SparkSession).
+
+1. The whole sample project (p1, p2, c360: seeds, then each table's DDL and
+   DML in dependency order) deployed over HTTP: time until every sink caught up.
+2. Throughput over 1 M input rows of a stateless statement (filter +
+   projection) and a stateful one (join + aggregate), each next to the bare
+   Spark query over the same parquet files in the same run, as a ratio.
+
+Run: python bench/bench_local.py [--rows 1000000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from pyspark.sql import functions as F  # noqa: E402
+
+from shift_left_dagster.local.catalog import TableId  # noqa: E402
+from shift_left_dagster.local.process import InProcessService  # noqa: E402
+from shift_left_dagster.local.settings import IDENTITY  # noqa: E402
+from tests.integration.support import client_for, pipeline_order, quiesce, run, seed_statements, unique  # noqa: E402
+
+SINKS = ("fct_order", "v_p", "dim_c360_users", "fct_c360_purchase", "fct_c360_item_sales", "fct_c360_hourly_activity")
+STATELESS = ("SELECT order_id, customer_id, UPPER(TRIM(status)) AS status, "
+             "CAST(quantity * price AS DECIMAL(12, 2)) AS amount FROM {orders} WHERE quantity > 0")
+STATEFUL = ("SELECT c.segment, COUNT(*) AS orders, CAST(SUM(o.quantity * o.price) AS DECIMAL(18, 2)) AS revenue "
+            "FROM {orders} AS o JOIN {customers} AS c ON o.customer_id = c.customer_id GROUP BY c.segment")
+
+
+def deploy_project(client) -> int:  # type: ignore[no-untyped-def]
+    count = 0
+    for seed in sorted((ROOT / "flink_project" / "seeds").glob("*.sql")):
+        for sql in seed_statements(seed.stem):
+            run(client, unique("bench-seed"), sql)
+            count += 1
+    deployed: set[str] = set()
+    for sink in SINKS:
+        for table, ddl, dml in pipeline_order(sink):
+            if table not in deployed:
+                deployed.add(table)
+                run(client, unique("bench-ddl"), ddl)
+                run(client, unique("bench-dml"), dml, "RUNNING", "COMPLETED")
+                count += 2
+    return count
+
+
+def load(service: InProcessService, table: str, frame) -> list[str]:  # type: ignore[no-untyped-def]
+    """Bulk-write rows straight into a table's log (one batch); return its parquet folders."""
+    engine = service.engine
+    definition = engine.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id,
+                                            name=table))
+    assert definition is not None
+    batch = engine.logs.write(definition, frame.withColumn("$rowtime", F.current_timestamp())
+                              .withColumn("$op", F.lit(0).cast("tinyint")), producer=None)
+    assert batch is not None
+    engine.store.append_batches([batch])
+    return [str(service.data_dir / b.path) for b in engine.store.batches(definition.uid)]
+
+
+def timed(action) -> float:  # type: ignore[no-untyped-def]
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args()
+    data = Path(tempfile.mkdtemp(prefix="bench-local-"))
+    try:
+        with InProcessService(data / "service") as service:
+            client = client_for(service.url)
+            client.settings.poll.initial = client.settings.poll.step = 0.05  # time the service, not the polling
+            run(client, unique("warm"), "SELECT 1")  # Spark started and warm
+            spark = service.engine.jobs.spark
+
+            seconds = timed(lambda: (deploy_project(client), quiesce(service.url)))
+            print(f"sample project (24 tables, seeds + DDL + DML over HTTP) caught up in {seconds:.1f} s")
+
+            run(client, unique("ddl"), "CREATE TABLE bench_orders (order_id STRING, customer_id STRING, "
+                                       "quantity INT, price DECIMAL(10, 2), status STRING) DISTRIBUTED INTO 2 BUCKETS")
+            run(client, unique("ddl"), "CREATE TABLE bench_customers (customer_id STRING, segment STRING, "
+                                       "PRIMARY KEY (customer_id) NOT ENFORCED) DISTRIBUTED BY HASH(customer_id) "
+                                       "INTO 2 BUCKETS")
+            orders = load(service, "bench_orders", spark.range(args.rows).select(
+                F.concat(F.lit("ord-"), F.col("id").cast("string")).alias("order_id"),
+                F.concat(F.lit("c-"), (F.col("id") % 5000).cast("string")).alias("customer_id"),
+                (F.col("id") % 7).cast("int").alias("quantity"),
+                ((F.col("id") % 10000) / 100).cast("decimal(10,2)").alias("price"),
+                F.when(F.col("id") % 3 == 0, F.lit(" paid ")).otherwise(F.lit("created")).alias("status")))
+            customers = load(service, "bench_customers", spark.range(5000).select(
+                F.concat(F.lit("c-"), F.col("id").cast("string")).alias("customer_id"),
+                F.concat(F.lit("seg-"), (F.col("id") % 10).cast("string")).alias("segment")))
+            print(f"loaded {args.rows:,} orders and 5,000 customers")
+
+            def ours(kind: str, columns: str, query: str) -> float:
+                sink = unique(f"bench_{kind}").replace("-", "_")
+                run(client, unique("ddl"), f"CREATE TABLE {sink} ({columns}) DISTRIBUTED INTO 2 BUCKETS")
+                return timed(lambda: (run(client, unique("bench-run"), f"INSERT INTO {sink} {query}", "RUNNING",
+                                          timeout=1800), quiesce(service.url)))
+
+            def bare(query: str) -> float:
+                spark.read.parquet(*orders).createOrReplaceTempView("bare_orders")
+                spark.read.parquet(*customers).createOrReplaceTempView("bare_customers")
+                out = data / f"bare-{time.monotonic_ns()}"
+                return timed(lambda: spark.sql(query).write.parquet(str(out)))
+
+            cases = [
+                ("stateless", "order_id STRING, customer_id STRING, status STRING, amount DECIMAL(12, 2)", STATELESS),
+                ("stateful", "segment STRING, orders BIGINT, revenue DECIMAL(18, 2), "
+                             "PRIMARY KEY (segment) NOT ENFORCED", STATEFUL),
+            ]
+            for kind, columns, template in cases:
+                ours_s = min(ours(kind, columns, template.format(orders="bench_orders", customers="bench_customers"))
+                             for _ in range(args.repeat))
+                bare_s = min(bare(template.format(orders="bare_orders", customers="bare_customers"))
+                             for _ in range(args.repeat))
+                print(f"{kind:9} {args.rows:,} rows: local service {ours_s:.2f} s ({args.rows / ours_s:,.0f} rows/s), "
+                      f"bare Spark {bare_s:.2f} s, ratio {ours_s / bare_s:.2f}x (target <= 1.5x)")
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
