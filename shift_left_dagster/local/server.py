@@ -383,7 +383,7 @@ def _check_update(current: dict[str, Any], body: StatementIn) -> Response | None
     if moved and not resuming:
         return cloud_error(400, "spec.compute_pool_id and spec.principal can only change when resuming a stopped "
                                 "statement", code="bad_request")
-    if current["status"]["phase"] in (FAILED,) and not body.spec.stopped and spec["stopped"]:
+    if current["status"]["phase"] == FAILED and resuming:
         return cloud_error(400, "a FAILED statement can not be resumed", code="bad_request")
     return None
 
