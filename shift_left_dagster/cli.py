@@ -6,6 +6,7 @@ Imports stay light (no Dagster, no Spark) so project commands start fast.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -122,6 +123,29 @@ def deploy(
     except DeploymentFailed as error:
         typer.echo(f"error: {error}", err=True)
         raise SystemExit(1) from None
+
+
+@app.command()
+def backfill(
+    tables: Annotated[list[str], typer.Argument(help="tables to rebuild, in any order")],
+    start: Annotated[datetime, typer.Option("--start", help="window start (UTC), e.g. 2026-01-02")],
+    end: Annotated[datetime, typer.Option("--end", help="window end, exclusive (UTC)")],
+    pipelines: PipelinesOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Rebuild [start, end) of TABLES with bounded statements, parents first; the same code as partitions."""
+    from shift_left_dagster.deploy.backfill import BackfillRefused, run_backfill
+    from shift_left_dagster.deploy.target import connect, target_config
+
+    graph = _graph(pipelines)
+    target = target_config(config)
+    try:
+        for done in run_backfill(connect(target), graph, tables, start, end, target.env_name,
+                                 target.flink.compute_pool_id):
+            typer.echo(f"{done.table:40} {done.statement:60} {done.phase}")
+    except BackfillRefused as error:
+        typer.echo(f"error: {error}", err=True)
+        raise SystemExit(2) from None
 
 
 @app.command()

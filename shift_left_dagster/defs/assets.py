@@ -19,12 +19,18 @@ from dagster import (
     AssetKey,
     AssetsDefinition,
     AssetSpec,
+    BackfillPolicy,
+    Config,
+    Failure,
     MaterializeResult,
     MetadataValue,
     multi_asset,
 )
+from pydantic import Field
 
+from shift_left_dagster.defs.partitions import PartitionsConfig, reaches_open_partition
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
+from shift_left_dagster.deploy.backfill import partial_history_loss, run_backfill
 from shift_left_dagster.deploy.executor import PlanExecutor, StepResult, live_statements
 from shift_left_dagster.deploy.plan import PlanOptions, build_plan, render_plan
 from shift_left_dagster.deploy.seeds import seed_raw_topics
@@ -105,11 +111,22 @@ def _column_schema(table: FlinkTable):
     )
 
 
+class DeployConfig(Config):
+    """Run config of a deployment (the CLI flags of `shift-left-dagster deploy`)."""
+
+    dml_only: bool = False
+    force_sources: bool = False
+    may_start_children: bool = False
+    allow_partial_history: bool = Field(
+        default=False, description="allow rebuilding a table from later than the partitions' first start"
+    )
+
+
 def flink_assets(
     project: FlinkProject,
     translator: FlinkTranslator | None = None,
     *,
-    plan_options: PlanOptions | None = None,
+    partitions: PartitionsConfig | None = None,
 ) -> list[AssetsDefinition | AssetSpec]:
     """The project's table assets (one subsettable multi_asset) plus its external sources as specs."""
     translator = translator or FlinkTranslator()
@@ -117,23 +134,44 @@ def flink_assets(
     specs = [translator.get_asset_spec(table, graph) for table in graph.tables.values()]
     keys = {translator.get_asset_key(name): name for name in graph.tables}
     externals = sorted({e for sources in graph.external_sources.values() for e in sources})
+    partitions_def = partitions.definition() if partitions else None
 
-    @multi_asset(name=f"flink_{project.name}", specs=specs, can_subset=True)
-    def deploy_flink_tables(context: AssetExecutionContext, confluent: ConfluentFlinkResource):
+    @multi_asset(
+        name=f"flink_{project.name}",
+        specs=specs,
+        can_subset=True,
+        partitions_def=partitions_def,
+        backfill_policy=BackfillPolicy.single_run() if partitions_def else None,
+    )
+    def deploy_flink_tables(context: AssetExecutionContext, config: DeployConfig, confluent: ConfluentFlinkResource):
         selected = sorted(keys[key] for key in context.selected_asset_keys)
-        config = confluent.get_config()
-        client = connect(config)
+        target = confluent.get_config()
+        client = connect(target)
         if confluent.is_local and confluent.seed_local_raw_topics and project.seeds_dir.is_dir():
             scope = set(selected).union(*(graph.ancestors(t) for t in selected))
             raw = set().union(*(graph.external_sources[t] for t in scope))
             seeded = seed_raw_topics(client, project.seeds_dir, only=raw)
             if seeded:
                 context.log.info(f"seeded raw topics on the local service: {', '.join(seeded)}")
-        options = (plan_options or PlanOptions()).model_copy(
-            update={"environment": config.env_name, "compute_pool_id": config.flink.compute_pool_id}
+        window = context.partition_time_window if partitions_def else None
+        if window is not None and not reaches_open_partition(partitions_def, window):
+            for done in run_backfill(client, graph, selected, window.start, window.end, target.env_name,
+                                     target.flink.compute_pool_id, confluent.statement_timeout_seconds):
+                yield MaterializeResult(asset_key=translator.get_asset_key(done.table), metadata={
+                    "action": "backfill", "statement": done.statement, "phase": done.phase,
+                    "window": f"[{done.start.isoformat()}, {done.end.isoformat()})"})
+            return
+        options = PlanOptions(
+            environment=target.env_name, compute_pool_id=target.flink.compute_pool_id,
+            dml_only=config.dml_only, force_sources=config.force_sources,
+            may_start_children=config.may_start_children, start_at=window.start if window else None,
         )
         plan = build_plan(graph, selected, live_statements(client), options)
         context.log.info(render_plan(plan))
+        lost = partial_history_loss(graph, plan, partitions_def.start) if partitions_def else []
+        if lost and not config.allow_partial_history:
+            raise Failure(description="refusing to drop history (set allow_partial_history to proceed): "
+                          + "; ".join(lost))
         executor = PlanExecutor(client, graph, max_parallel=confluent.max_parallel,
                                 timeout=confluent.statement_timeout_seconds)
         for result in executor.run(plan):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dagster import Definitions
 
 from shift_left_dagster.defs.assets import FlinkProject, FlinkTranslator, default_pipelines_dir, flink_assets
+from shift_left_dagster.defs.partitions import PartitionsConfig
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 
 
@@ -12,11 +13,12 @@ def build_flink_definitions(
     pipelines_dir: str | None = None,
     translator: FlinkTranslator | None = None,
     resource: ConfluentFlinkResource | None = None,
+    partitions: PartitionsConfig | None = None,
 ) -> Definitions:
     """The plain Python builder: a project folder -> Definitions (the YAML component uses it too)."""
     project = FlinkProject(pipelines_dir or default_pipelines_dir())
     return Definitions(
-        assets=flink_assets(project, translator),
+        assets=flink_assets(project, translator, partitions=partitions),
         resources={"confluent": resource or ConfluentFlinkResource()},
     )
 

@@ -8,12 +8,20 @@ driving table, so the statement reads exactly that history and COMPLETES.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime
 
+from pydantic import BaseModel
 from sqlglot import exp
 
+from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.confluent.models import Phase
+from shift_left_dagster.deploy.naming import backfill_statement_name
+from shift_left_dagster.deploy.plan import TABLE_LABEL, Action, DeploymentPlan
 from shift_left_dagster.deploy.rewrite import with_source_options
-from shift_left_dagster.project.analysis import source_tables
+from shift_left_dagster.project.analysis import StateForm, source_tables
+from shift_left_dagster.project.graph import ProjectGraph
+from shift_left_dagster.project.inventory import FlinkTable
 from shift_left_dagster.project.parsing import parse_one_statement, to_flink_sql
 
 
@@ -56,3 +64,79 @@ def windowed_dml(sql: str, start: datetime, end: datetime | None) -> str:
             condition = condition.and_(rowtime < _literal(end))
         select.where(condition, copy=False)
     return to_flink_sql(tree)
+
+
+class BackfillRefused(ValueError):
+    """A window that cannot be rebuilt without a wrong or duplicated result; the message says why."""
+
+
+def backfill_refusal(table: FlinkTable) -> str | None:
+    """Why a bounded window rebuild of this table would be wrong, or None when it is safe.
+
+    Safe: a stateless table with a primary key (its upserts rewrite the same keys:
+    running twice = once), or a window-TVF aggregation (its windows align with the
+    partition). An append table would get the window twice; any other stateful
+    table would overwrite state built over the full history with the window's part.
+    """
+    if table.dml is None:
+        return f"{table.name} has no DML to backfill"
+    if table.dml.state_form == StateForm.STATELESS:
+        if not table.primary_key:
+            return (f"{table.name} is an append table (no primary key): rewriting a window would duplicate it; "
+                    "rebuild it from the range start instead (a range that reaches the open partition)")
+        return None
+    if any(reason.startswith("window TVF") for reason in table.dml.state_reasons) and all(
+        reason.startswith("window TVF") or "aggregat" in reason for reason in table.dml.state_reasons
+    ):
+        return None
+    return (f"{table.name} is stateful ({', '.join(table.dml.state_reasons)}): a window of its input cannot "
+            "rebuild its state; rebuild it from the range start instead (a range that reaches the open partition)")
+
+
+def partial_history_loss(graph: ProjectGraph, plan: DeploymentPlan, first_start: datetime) -> list[str]:
+    """What a plan starting after the partitions' first start would drop, table by table."""
+    start_at = plan.options.start_at
+    if start_at is None or start_at <= first_start:
+        return []
+    lost = []
+    for step in plan.steps:
+        if step.table and step.action in (Action.DEPLOY, Action.RESTART):
+            consumers = ", ".join(graph.descendants(step.table)) or "no consumers yet"
+            lost.append(f"{step.table}: history before {start_at:%Y-%m-%d %H:%M} "
+                        f"(partitions start {first_start:%Y-%m-%d %H:%M}; read by {consumers})")
+    return lost
+
+
+class BackfillResult(BaseModel):
+    table: str
+    statement: str
+    phase: str
+    start: datetime
+    end: datetime
+
+
+def run_backfill(
+    client: ConfluentClient,
+    graph: ProjectGraph,
+    tables: list[str],
+    start: datetime,
+    end: datetime,
+    environment: str,
+    compute_pool_id: str | None = None,
+    timeout: float = 600.0,
+) -> Iterator[BackfillResult]:
+    """Rebuild [start, end) of each table, in graph order: bounded statement, wait COMPLETED, delete it."""
+    ordered = graph.sorted_subset(tables)
+    refusals = [r for r in (backfill_refusal(graph.tables[t]) for t in ordered) if r]
+    if refusals:
+        raise BackfillRefused("; ".join(refusals))
+    for name in ordered:
+        table = graph.tables[name]
+        statement = backfill_statement_name(environment, table.product, name, start, end)
+        sql = windowed_dml((graph.inventory.root / table.dml_path).read_text(), start, end)
+        client.delete_statement(statement, timeout=timeout)
+        client.create_statement(statement, sql, compute_pool_id=compute_pool_id,
+                                labels={TABLE_LABEL: name, "sl_backfill": f"{epoch_millis(start)}-{epoch_millis(end)}"})
+        final = client.wait_for_phase(statement, {Phase.COMPLETED}, timeout)
+        client.delete_statement(statement, timeout=timeout)
+        yield BackfillResult(table=name, statement=statement, phase=final.phase, start=start, end=end)

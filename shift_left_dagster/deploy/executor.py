@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from datetime import datetime
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -25,6 +26,7 @@ from shift_left_dagster.deploy.plan import (
     LiveStatement,
     PlanStep,
 )
+from shift_left_dagster.deploy.backfill import window_options
 from shift_left_dagster.deploy.rewrite import specific_offsets_options, with_source_options
 from shift_left_dagster.project.analysis import StateForm
 from shift_left_dagster.project.graph import ProjectGraph
@@ -79,9 +81,11 @@ class PlanExecutor:
         self.client, self.graph = client, graph
         self.max_parallel, self.timeout, self.max_cfu = max_parallel, timeout, max_cfu
         self.pools: dict[str, str] = {}  # "new:<name>" -> created pool id
+        self.start_at: datetime | None = None
 
     def run(self, plan: DeploymentPlan) -> Iterator[StepResult]:
         """Execute the plan; yield each step's result as it finishes. Raises DeploymentFailed."""
+        self.start_at = plan.options.start_at
         pending = {step.index: step for step in plan.steps}
         done: set[int] = set()
         running: dict[Future, PlanStep] = {}
@@ -187,6 +191,8 @@ class PlanExecutor:
         sql = self.read(table.dml_path)
         if offsets:
             sql = with_source_options(sql, {topic: specific_offsets_options(o) for topic, o in offsets.items()})
+        elif self.start_at is not None:
+            sql = with_source_options(sql, {name: window_options(self.start_at, None) for name in table.tables_read})
         statement = self.client.create_statement(
             step.dml_statement,
             sql,

@@ -8,6 +8,7 @@ apply). Rules: DESIGN.md, "Deploying a table".
 from __future__ import annotations
 
 from collections import deque
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
@@ -49,6 +50,7 @@ class PlanOptions(BaseModel):
     force_sources: bool = False
     may_start_children: bool = False
     compute_pool_id: str | None = None  # the configured pool, when there is one
+    start_at: datetime | None = None  # (re)deployed statements read their sources from here, not earliest
 
 
 class PlanStep(BaseModel):

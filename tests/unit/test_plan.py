@@ -132,3 +132,12 @@ def test_plan_is_identical_under_any_hash_seed():
     }
     assert len(outputs) == 1
     assert json.loads(outputs.pop())["steps"]
+
+
+def test_backfill_is_refused_where_a_window_cannot_be_rebuilt(graph):
+    from shift_left_dagster.deploy.backfill import backfill_refusal
+
+    assert "append table" in backfill_refusal(graph.tables["src_table_3"])  # stateless, no key: would duplicate
+    assert "stateful" in backfill_refusal(graph.tables["int_table_1"])  # a join: a window can't rebuild its state
+    assert backfill_refusal(graph.tables["fct_c360_hourly_activity"]) is None  # TUMBLE windows align
+    assert backfill_refusal(graph.tables["d"]) is None  # stateless and keyed: upserts rewrite the same keys

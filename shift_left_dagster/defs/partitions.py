@@ -1,0 +1,44 @@
+"""Time-window partitions: the selected range is the history to (re)process.
+
+The last partition is the open one (it includes now, `end_offset=1`): a range
+reaching it (re)deploys the continuous statement from the range start; a closed
+range runs bounded backfill statements over exactly that window.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from dagster import (
+    DailyPartitionsDefinition,
+    HourlyPartitionsDefinition,
+    TimeWindow,
+    TimeWindowPartitionsDefinition,
+)
+from pydantic import BaseModel
+
+Granularity = Literal["daily", "hourly", "none"]
+
+
+class PartitionsConfig(BaseModel):
+    """How table assets are partitioned: daily by default once a start date is given; none without one."""
+
+    granularity: Granularity = "daily"
+    start: str | None = None  # e.g. "2026-01-01"; no start, no partitions
+
+    def definition(self) -> TimeWindowPartitionsDefinition | None:
+        if self.granularity == "none" or not self.start:
+            return None
+        if self.granularity == "hourly":
+            return HourlyPartitionsDefinition(start_date=self.start, end_offset=1, timezone="UTC")
+        return DailyPartitionsDefinition(start_date=self.start, end_offset=1, timezone="UTC")
+
+
+def reaches_open_partition(partitions: TimeWindowPartitionsDefinition, window: TimeWindow) -> bool:
+    last = partitions.get_last_partition_window()
+    return last is not None and window.end >= last.end
+
+
+def first_start(partitions: TimeWindowPartitionsDefinition) -> datetime:
+    return partitions.start
