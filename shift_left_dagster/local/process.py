@@ -4,7 +4,6 @@ with a pid file and a state file in its data dir (`shift-left-dagster local star
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import socket

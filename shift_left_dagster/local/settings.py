@@ -12,17 +12,14 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from shift_left_dagster.project.config import (
-    LOCAL_API_KEY,
-    LOCAL_API_SECRET,
     LOCAL_CLUSTER_ID,
     LOCAL_COMPUTE_POOL_ID,
     LOCAL_ENVIRONMENT_ID,
     LOCAL_ORGANIZATION_ID,
+    local_credentials,
 )
 
 DATA_DIR_ENV = "SHIFT_LEFT_LOCAL_DATA"
-API_KEY_ENV = "SHIFT_LEFT_LOCAL_API_KEY"
-API_SECRET_ENV = "SHIFT_LEFT_LOCAL_API_SECRET"
 DEFAULT_DATA_DIR = Path(".shift_left_dagster") / "local"
 DEFAULT_PORT = 8084
 HOST = "127.0.0.1"  # never another interface: the service has no TLS and a fixed default key
@@ -48,4 +45,4 @@ def resolve_data_dir(data_dir: str | Path | None = None) -> Path:
 
 def credentials() -> tuple[str, str]:
     """The one key/secret pair the service accepts (env overrides the fixed local pair)."""
-    return os.environ.get(API_KEY_ENV, LOCAL_API_KEY), os.environ.get(API_SECRET_ENV, LOCAL_API_SECRET)
+    return local_credentials()

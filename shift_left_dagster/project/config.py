@@ -70,6 +70,13 @@ LOCAL_COMPUTE_POOL_ID = "lfcp-local"
 LOCAL_BASE_URL = "http://127.0.0.1:8084"
 LOCAL_API_KEY = "local"
 LOCAL_API_SECRET = "local"
+LOCAL_API_KEY_ENV = "SHIFT_LEFT_LOCAL_API_KEY"
+LOCAL_API_SECRET_ENV = "SHIFT_LEFT_LOCAL_API_SECRET"
+
+
+def local_credentials() -> tuple[str, str]:
+    """The key/secret pair of the local service (the environment overrides the fixed local pair)."""
+    return os.environ.get(LOCAL_API_KEY_ENV, LOCAL_API_KEY), os.environ.get(LOCAL_API_SECRET_ENV, LOCAL_API_SECRET)
 
 _SECTIONS = ("kafka", "registry", "confluent_cloud", "flink", "app")
 # shift_left template placeholders: "<TO_FILL>", "env-<TO_FILL>", "<kafka-api-key>", "<>.confluent.cloud",
@@ -294,17 +301,18 @@ def parse_config(
 
 def local_defaults(base_url: str = LOCAL_BASE_URL) -> FlinkProjectConfig:
     """Config of the embedded local service: every API on ``base_url``, fixed ids and key."""
+    key, secret = local_credentials()
     return FlinkProjectConfig.model_validate(
         {
             "kafka": {"cluster_id": LOCAL_CLUSTER_ID, "cluster_type": "local", "rest_endpoint": base_url,
-                      "api_key": LOCAL_API_KEY, "api_secret": LOCAL_API_SECRET},
-            "registry": {"url": base_url, "registry_key_name": LOCAL_API_KEY, "registry_key_secret": LOCAL_API_SECRET},
+                      "api_key": key, "api_secret": secret},
+            "registry": {"url": base_url, "registry_key_name": key, "registry_key_secret": secret},
             "confluent_cloud": {"environment_id": LOCAL_ENVIRONMENT_ID, "organization_id": LOCAL_ORGANIZATION_ID,
                                 "region": "local", "provider": "local", "base_api": base_url,
-                                "api_key": LOCAL_API_KEY, "api_secret": LOCAL_API_SECRET},
+                                "api_key": key, "api_secret": secret},
             "flink": {"flink_url": base_url, "compute_pool_id": LOCAL_COMPUTE_POOL_ID,
                       "catalog_name": LOCAL_ENVIRONMENT_ID, "database_name": LOCAL_CLUSTER_ID,
-                      "api_key": LOCAL_API_KEY, "api_secret": LOCAL_API_SECRET},
+                      "api_key": key, "api_secret": secret},
         }
     )
 

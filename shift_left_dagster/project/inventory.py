@@ -9,7 +9,6 @@ file only. A cold scan parses on every core.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
