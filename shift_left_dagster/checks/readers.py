@@ -1,0 +1,158 @@
+"""Where a check reads sink data: the local service's storage, or the files teams land topics in.
+
+Both give the same four things as DataFrames on the run's SparkSession (a
+table's current rows, the records whose keys must be unique, the rows its
+DML should have produced) and how far a statement is behind its sources.
+Which one is configuration (SinkConfig), not a code path of the checks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from sqlglot import exp
+
+from shift_left_dagster.confluent.models import Statement
+from shift_left_dagster.local.reader import LocalData
+from shift_left_dagster.local.settings import resolve_data_dir
+from shift_left_dagster.local.translate import translate_query
+from shift_left_dagster.local.types import spark_type_of
+from shift_left_dagster.project.dialect import StatementSet
+from shift_left_dagster.project.inventory import FlinkTable
+from shift_left_dagster.project.parsing import parse_one_statement
+
+
+class SinkConfig(BaseModel):
+    """local: the embedded service's data dir. files: `path_template` read with spark.read.format(format)."""
+
+    kind: Literal["local", "files"] = "local"
+    data_dir: str | None = Field(default=None, description="local: the service's data dir (default as the service)")
+    path_template: str | None = Field(default=None, description="files: e.g. s3://bucket/topics/{table}")
+    format: str = Field(default="parquet", description="files: parquet, delta, iceberg, ...")
+    options: dict[str, str] = Field(default_factory=dict, description="files: reader options")
+    ignore_columns: list[str] = Field(default_factory=list, description="files: landing metadata columns")
+
+
+class SinkReader(Protocol):
+    ignore_columns: list[str]
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads inside see one consistent state (a statement's progress with the data it wrote)."""
+
+    def rows(self, table: str) -> DataFrame:
+        """The table's current rows."""
+
+    def live_records(self, table: FlinkTable) -> DataFrame:
+        """The records whose primary keys must be unique."""
+
+    def expected(self, table: FlinkTable, statement: Statement) -> DataFrame:
+        """The rows the table's DML should have produced, with the columns of `rows`."""
+
+    def lag(self, statement: Statement) -> dict[str, int] | None:
+        """Records per source the statement has not read yet (None: unknown)."""
+
+    def close(self) -> None: ...
+
+
+class LocalSinkReader:
+    """The local service's table logs and statement progress (read-only)."""
+
+    ignore_columns: list[str] = []
+
+    def __init__(self, data: LocalData) -> None:
+        self.data = data
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        return self.data.snapshot()
+
+    def rows(self, table: str) -> DataFrame:
+        return self.data.current_rows(self.data.table(table))
+
+    def live_records(self, table: FlinkTable) -> DataFrame:
+        return self.data.live_records(self.data.table(table.name))
+
+    def expected(self, table: FlinkTable, statement: Statement) -> DataFrame:
+        return self.data.expected_rows(statement.name, statement.spec.statement or "", statement.spec.properties,
+                                       table.name)
+
+    def lag(self, statement: Statement) -> dict[str, int] | None:
+        return self.data.lag(statement.name)
+
+    def close(self) -> None:
+        self.data.close()
+
+
+class FilesSinkReader:
+    """Tables landed as files (parquet/Delta/Iceberg...), one location per table, holding its current rows.
+
+    Reconciliation runs the deployed DML over the parents' landed rows: exact
+    once the statement has caught up with them (files carry no offsets).
+    """
+
+    def __init__(self, spark: SparkSession, config: SinkConfig) -> None:
+        if not config.path_template or "{table}" not in config.path_template:
+            raise ValueError("a files sink needs path_template with {table}, e.g. s3://bucket/topics/{table}")
+        self.spark, self.config = spark, config
+        self.ignore_columns = config.ignore_columns
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        yield
+
+    def rows(self, table: str) -> DataFrame:
+        location = self.config.path_template.format(table=table)  # type: ignore[union-attr]
+        frame = self.spark.read.format(self.config.format).options(**self.config.options).load(location)
+        ignored = {c.lower() for c in self.ignore_columns}
+        return frame.select(*[F.col(f"`{c}`") for c in frame.columns if c.lower() not in ignored])
+
+    def live_records(self, table: FlinkTable) -> DataFrame:
+        return self.rows(table.name)
+
+    def expected(self, table: FlinkTable, statement: Statement) -> DataFrame:
+        """The DML's INSERT into `table`, translated by the local translator, over the parents' rows."""
+        tree = parse_one_statement(statement.spec.statement or "", statement.name).tree
+        inserts = tree.expressions if isinstance(tree, StatementSet) else [tree]
+        insert = next((i for i in inserts if isinstance(i, exp.Insert) and _target(i).name == table.name), None)
+        if insert is None or table.ddl is None:
+            raise ValueError(f"statement {statement.name} does not insert into {table.name}")
+        query = insert.expression.copy()
+        if insert.args.get("with"):
+            query.set("with", insert.args["with"].copy())
+        translated = translate_query(query, lambda t: self.rows(t.name).columns)
+        for scan in translated.scans:
+            self.rows(scan.table.name).createOrReplaceTempView(scan.view)
+        result = self.spark.sql(translated.sql)
+        stored = [c for c in table.ddl.columns if not c.computed]
+        listed = [i.name.lower() for i in insert.this.expressions] if isinstance(insert.this, exp.Schema) else None
+        targets = [c for c in stored if listed is None or c.name.lower() in listed]
+        if listed is not None:
+            targets.sort(key=lambda c: listed.index(c.name.lower()))
+        if len(result.columns) != len(targets):
+            raise ValueError(f"the DML of {table.name} produces {len(result.columns)} columns for "
+                             f"{len(targets)} target columns")
+        positional = result.toDF(*[f"__sl_c{i}" for i in range(len(targets))])
+        return positional.select(*[F.col(f"__sl_c{i}").cast(spark_type_of(c.type)).alias(c.name)
+                                   for i, c in enumerate(targets)])
+
+    def lag(self, statement: Statement) -> dict[str, int] | None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+def open_reader(config: SinkConfig, spark: SparkSession) -> SinkReader:
+    if config.kind == "files":
+        return FilesSinkReader(spark, config)
+    return LocalSinkReader(LocalData(resolve_data_dir(config.data_dir), spark))
+
+
+def _target(insert: exp.Insert) -> exp.Table:
+    target = insert.this
+    return target.this if isinstance(target, exp.Schema) else target
+

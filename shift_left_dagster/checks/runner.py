@@ -1,0 +1,99 @@
+"""Evaluate the checks of deployed tables: which apply, against which statement, on which reader.
+
+The reads of one table's checks share one reader snapshot, so a statement's
+progress and the sink rows it wrote are seen at the same point even while
+the service keeps running. A check that can not be evaluated fails, saying why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import UTC, datetime
+
+from pyspark.errors import PySparkException
+
+from shift_left_dagster.checks import rules
+from shift_left_dagster.checks.models import CheckName, CheckOutcome, ChecksSettings
+from shift_left_dagster.checks.readers import SinkReader
+from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.confluent.errors import ConfluentError
+from shift_left_dagster.confluent.models import Phase, Statement
+from shift_left_dagster.deploy.naming import statement_name
+from shift_left_dagster.deploy.plan import TABLE_LABEL
+from shift_left_dagster.project.inventory import FlinkTable
+
+_EPOCH = datetime.fromtimestamp(0, UTC)
+
+
+def applicable(table: FlinkTable) -> list[CheckName]:
+    """Checks that mean something for a table: a key to be unique, a DML to reconcile, a DDL to match."""
+    checks = []
+    if table.primary_key:
+        checks.append(CheckName.UNIQUE_PRIMARY_KEY)
+    if table.dml:
+        checks.append(CheckName.RECONCILED)
+    if table.ddl:
+        checks.append(CheckName.SCHEMA_MATCHES_DDL)
+    if table.dml:
+        checks.append(CheckName.STATEMENT_HEALTHY)
+    return checks
+
+
+def find_dml_statements(client: ConfluentClient, tables: Sequence[FlinkTable], env: str) -> dict[str, Statement | None]:
+    """Each table's DML statement: the one the plan names, else the newest labelled with the table."""
+    live = [s for s in client.list_statements() if s.phase != Phase.DELETING]
+    by_name = {s.name: s for s in live}
+    found: dict[str, Statement | None] = {}
+    for table in tables:
+        if not table.dml:
+            continue
+        labelled = [s for s in live if (s.metadata.labels or {}).get(TABLE_LABEL) == table.name]
+        newest = max(labelled, key=lambda s: s.metadata.created_at or _EPOCH, default=None)
+        found[table.name] = by_name.get(statement_name(env, table.product, "dml", table.name)) or newest
+    return found
+
+
+def run_checks(
+    tables: Sequence[FlinkTable],
+    reader: SinkReader,
+    statements: Mapping[str, Statement | None],
+    settings: ChecksSettings,
+    only: Collection[tuple[str, CheckName]] | None = None,
+) -> list[CheckOutcome]:
+    """Outcomes of every enabled check of every table (restricted to `only` when given), in order."""
+    outcomes: list[CheckOutcome] = []
+    for table in tables:
+        wanted = [c for c in applicable(table) if c in settings.enabled and (only is None or (table.name, c) in only)]
+        if not wanted:
+            continue
+        with reader.snapshot():
+            for check in wanted:
+                outcomes.append(evaluate(check, table, reader, statements.get(table.name), settings))
+    return outcomes
+
+
+def evaluate(check: CheckName, table: FlinkTable, reader: SinkReader, statement: Statement | None,
+             settings: ChecksSettings) -> CheckOutcome:
+    try:
+        passed, message, metadata = _verdict(check, table, reader, statement, settings)
+    except (ValueError, PySparkException, ConfluentError) as error:
+        first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        passed, message, metadata = False, f"could not be evaluated: {first_line}", {"error": type(error).__name__}
+    return CheckOutcome(table=table.name, check=check, passed=passed, blocking=check in settings.blocking,
+                        message=message, metadata=metadata)
+
+
+def _verdict(check: CheckName, table: FlinkTable, reader: SinkReader, statement: Statement | None,
+             settings: ChecksSettings) -> rules.Verdict:
+    samples = settings.sample_rows
+    if check == CheckName.UNIQUE_PRIMARY_KEY:
+        return rules.unique_primary_key(reader.live_records(table), table.primary_key, samples)
+    if check == CheckName.SCHEMA_MATCHES_DDL:
+        assert table.ddl is not None
+        return rules.schema_matches(table.ddl.columns, reader.rows(table.name).schema, reader.ignore_columns)
+    if check == CheckName.STATEMENT_HEALTHY:
+        return rules.statement_healthy(statement, reader.lag(statement) if statement else None,
+                                       settings.max_lag_records)
+    if statement is None:
+        return False, "no DML statement of this table was found: nothing to reconcile against", {}
+    return rules.reconcile(reader.expected(table, statement), reader.rows(table.name), table.primary_key, samples)

@@ -1,0 +1,151 @@
+"""A local service's data, read-only, for checks: its catalog, table logs and statement progress.
+
+Checks run beside the service (another thread or another process), never
+through it: sqlite is opened read-only and every read of one check run can
+happen inside one `snapshot()`, so a statement's progress and the batches
+it wrote are seen together even while the engine keeps writing (a run's
+batches and progress commit in one transaction, store.py).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from shift_left_dagster.local.catalog import (
+    DELETE, INSERT, OFFSET, OP, PARTITION, UPDATE_AFTER, UPDATE_BEFORE, TableDef, TableId,
+)
+from shift_left_dagster.local.jobs import Jobs
+from shift_left_dagster.local.settings import IDENTITY
+from shift_left_dagster.local.storage import TableLogs
+from shift_left_dagster.local.store import RunState, SourceProgress, Store
+from shift_left_dagster.local.translate import HIDDEN_SEQ
+from shift_left_dagster.project.parsing import parse_one_statement
+
+
+class LocalDataError(ValueError):
+    """What a check can not read from the local service, in words a person can act on."""
+
+
+class ReadOnlyStore(Store):
+    """The service's sqlite store opened read-only (mode=ro): only Store's read methods work."""
+
+    def __init__(self, path: Path) -> None:  # no super(): it would create the schema, a write
+        if not path.is_file():
+            raise LocalDataError(f"{path}: no local service data here (start it, or set its data dir)")
+        self._db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False,
+                                   isolation_level=None)
+        self._lock = threading.RLock()
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Every read inside sees the same committed state of the store."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                yield
+            finally:
+                self._db.execute("COMMIT")
+
+
+class LocalData:
+    """Tables, current rows, expected rows and progress of one local service's data dir."""
+
+    def __init__(self, data_dir: Path, spark: SparkSession) -> None:
+        self.data_dir = data_dir
+        self.store = ReadOnlyStore(data_dir / "service.db")
+        self.logs = TableLogs(data_dir / "tables", spark, self.store)
+        self.jobs = Jobs(spark, self.store, self.logs)
+
+    def close(self) -> None:
+        self.store.close()
+
+    def snapshot(self):  # type: ignore[no-untyped-def]
+        return self.store.snapshot()
+
+    def table(self, name: str) -> TableDef:
+        found = self.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id, name=name))
+        if found is None:
+            raise LocalDataError(f"table {name} does not exist on the local service")
+        return found
+
+    def current_rows(self, table: TableDef) -> DataFrame:
+        """The table as it stands (TableViews.state), stored columns only."""
+        return self.jobs.views.state(table).select(*[F.col(f"`{c.name}`") for c in table.stored_columns])
+
+    def live_records(self, table: TableDef) -> DataFrame:
+        """Records whose keys must be unique: for an upsert table, the latest non-delete record of each
+        key *in each partition* (a key live in two partitions is a duplicate however it is read);
+        for any other table, its current rows."""
+        if not table.upsert:
+            return self.current_rows(table)
+        keys = [F.col(f"`{k}`") for k in table.primary_key]
+        latest = Window.partitionBy(*keys, F.col(f"`{PARTITION}`")).orderBy(F.col(f"`{OFFSET}`").desc())
+        op = F.col(f"`{OP}`")
+        return (self.logs.read(table).where(op != UPDATE_BEFORE).withColumn("__sl_n", F.row_number().over(latest))
+                .where((F.col("__sl_n") == 1) & (op != DELETE))
+                .select(*[F.col(f"`{c.name}`") for c in table.stored_columns]))
+
+    def progress(self, statement: str) -> RunState | None:
+        return self.store.run_state(statement)
+
+    def lag(self, statement: str) -> dict[str, int] | None:
+        """Per source table, records written and not yet read by the statement (None: it never ran)."""
+        state = self.progress(statement)
+        if state is None:
+            return None
+        lag: dict[str, int] = {}
+        for name, source in state.sources.items():
+            ends = self.store.end_offsets(source.table_uid)
+            if source.bound is not None:
+                ends = {p: min(end, source.bound.get(p, 0)) for p, end in ends.items()}
+            lag[name] = sum(max(end - source.next.get(p, 0), 0) for p, end in ends.items())
+        return lag
+
+    def expected_rows(self, statement: str, sql: str, properties: Mapping[str, str], table: str) -> DataFrame:
+        """What `table` should hold: the statement's query (the engine's own translation and views) over
+        its sources as of the offsets the statement has processed, cast to the table's stored columns.
+
+        A source read from carried offsets (a stateless statement that replaced an earlier one)
+        is read from its beginning: the sink still holds what the earlier statement wrote.
+        """
+        job = self.jobs.compile(statement, parse_one_statement(sql, statement), properties)
+        sink = next((s for s in job.sinks if s.table.name == table), None)
+        if sink is None:
+            raise LocalDataError(f"statement {statement} does not write table {table}")
+        state = self.progress(statement)
+        if state is None:
+            raise LocalDataError(f"statement {statement} has processed nothing yet (no saved progress)")
+        sources = {t.uid: t for t in job.sources.values()}
+        upper: dict[str, dict[int, int]] = {}
+        window = RunState(runs=state.runs)
+        for name, source in state.sources.items():
+            table_def = sources.get(source.table_uid)
+            if table_def is None:
+                continue
+            carried = job.options[source.table_uid].startup_mode == "specific-offsets"
+            low = {p: 0 for p in range(table_def.partitions)} if carried else source.start
+            upper[source.table_uid] = {p: source.next.get(p, 0) for p in range(table_def.partitions)}
+            # bind() reads [start, upper) for a recomputed query and [next, upper) for an incremental one
+            window.sources[name] = SourceProgress(table_uid=source.table_uid, start=low, next=low)
+        # An incremental (stateless) query carries each input record's op and offset: the sink keeps,
+        # like TableViews.state, the latest record per key (upsert) or the inserted records.
+        incremental = sink.incremental
+        result = self.jobs.bind(job, sink.query, window, upper, incremental=incremental)
+        shaped = self.jobs._shape(result, sink, incremental=incremental)  # the engine's mapping onto the sink
+        stored = [F.col(f"`{c.name}`") for c in sink.table.stored_columns]
+        op = F.col(f"`{OP}`")
+        if not incremental:
+            return shaped.select(*stored)
+        if not sink.table.upsert:
+            return shaped.where(op.isin(INSERT, UPDATE_AFTER)).select(*stored)
+        keys = [F.col(f"`{k}`") for k in sink.table.primary_key]
+        latest = Window.partitionBy(*keys).orderBy(F.col(HIDDEN_SEQ).desc())
+        return (shaped.where(op != UPDATE_BEFORE).withColumn("__sl_n", F.row_number().over(latest))
+                .where((F.col("__sl_n") == 1) & (op != DELETE)).select(*stored))
