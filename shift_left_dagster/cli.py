@@ -149,6 +149,58 @@ def backfill(
 
 
 @app.command()
+def changes(
+    since: Annotated[str, typer.Option("--since", help="git revision to compare with (e.g. origin/main)")],
+    until: Annotated[str, typer.Option("--until", help="git revision")] = "HEAD",
+    pipelines: PipelinesOption = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Impacted tables between two commits, their category and the blue/green plan (for a pull request)."""
+    from shift_left_dagster.deploy.bluegreen import plan_blue_green
+    from shift_left_dagster.deploy.changes import detect_changes, repository_of
+    from shift_left_dagster.project.inventory import resolve_pipelines_dir
+
+    repo, relative = repository_of(resolve_pipelines_dir(pipelines))
+    found = detect_changes(repo, since, until, relative)
+    plan = plan_blue_green(_graph(pipelines), found)
+    if as_json:
+        typer.echo(plan.model_dump_json(indent=1))
+        return
+    for change in found:
+        typer.echo(f"{change.table:40} {change.category.value:13} {'; '.join(change.reasons)}")
+    for version in plan.versions:
+        typer.echo(f"  new version  {version.physical:40} {version.reason}")
+    for change in plan.in_place:
+        typer.echo(f"  in place     {change.physical:40} {change.reason}")
+    if not found:
+        typer.echo("no Flink SQL change")
+
+
+@app.command()
+def promote(
+    tables: Annotated[Optional[list[str]], typer.Argument(help="tables (default: every candidate)")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Blue/green: candidates serve; old versions' statements stop and go (their tables are kept)."""
+    from shift_left_dagster.deploy.bluegreen import promote as promote_versions
+    from shift_left_dagster.deploy.target import connect, target_config
+
+    typer.echo(f"promoted: {promote_versions(connect(target_config(config)), tables or None) or 'nothing'}")
+
+
+@app.command()
+def rollback(
+    tables: Annotated[Optional[list[str]], typer.Argument(help="tables (default: every candidate)")] = None,
+    config: ConfigOption = None,
+) -> None:
+    """Blue/green: candidates are removed; the serving versions were never stopped."""
+    from shift_left_dagster.deploy.bluegreen import rollback as rollback_versions
+    from shift_left_dagster.deploy.target import connect, target_config
+
+    typer.echo(f"rolled back: {rollback_versions(connect(target_config(config)), tables or None) or 'nothing'}")
+
+
+@app.command()
 def demo(
     select: Annotated[str, typer.Option("--select", help="Dagster asset selection")] = "+fct_order",
 ) -> None:

@@ -30,7 +30,10 @@ from pydantic import Field
 
 from shift_left_dagster.defs.partitions import PartitionsConfig, reaches_open_partition
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
+from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
 from shift_left_dagster.deploy.backfill import partial_history_loss, run_backfill
+from shift_left_dagster.deploy.bluegreen import current_versions, deploy_blue_green, physical_names, plan_blue_green
+from shift_left_dagster.deploy.changes import detect_changes, repository_of
 from shift_left_dagster.deploy.executor import PlanExecutor, StepResult, live_statements
 from shift_left_dagster.deploy.plan import PlanOptions, build_plan, render_plan
 from shift_left_dagster.deploy.seeds import seed_raw_topics
@@ -153,6 +156,9 @@ def flink_assets(
             seeded = seed_raw_topics(client, project.seeds_dir, only=raw)
             if seeded:
                 context.log.info(f"seeded raw topics on the local service: {', '.join(seeded)}")
+        if SINCE_TAG in context.run.tags:  # a git sensor run: deploy the commit's changes blue/green
+            yield from deploy_commit(context, project, graph, client, target, selected, translator)
+            return
         window = context.partition_time_window if partitions_def else None
         if window is not None and not reaches_open_partition(partitions_def, window):
             for done in run_backfill(client, graph, selected, window.start, window.end, target.env_name,
@@ -161,12 +167,14 @@ def flink_assets(
                     "action": "backfill", "statement": done.statement, "phase": done.phase,
                     "window": f"[{done.start.isoformat()}, {done.end.isoformat()})"})
             return
+        live = live_statements(client)
         options = PlanOptions(
             environment=target.env_name, compute_pool_id=target.flink.compute_pool_id,
             dml_only=config.dml_only, force_sources=config.force_sources,
             may_start_children=config.may_start_children, start_at=window.start if window else None,
+            physical_names=physical_names(current_versions(live)),
         )
-        plan = build_plan(graph, selected, live_statements(client), options)
+        plan = build_plan(graph, selected, live, options)
         context.log.info(render_plan(plan))
         lost = partial_history_loss(graph, plan, partitions_def.start) if partitions_def else []
         if lost and not config.allow_partial_history:
@@ -182,6 +190,20 @@ def flink_assets(
                 context.log.info(f"{result.step.action.value} {result.step.table}: {result.step.reason}")
 
     return [deploy_flink_tables, *(translator.get_external_asset_spec(e) for e in externals)]
+
+
+def deploy_commit(context, project, graph, client, target, selected, translator):  # noqa: ANN001, ANN201
+    """Blue/green deployment of what the commits since the sensor's cursor changed."""
+    repo, pipelines = repository_of(project.pipelines_dir)
+    since, until = context.run.tags[SINCE_TAG], context.run.tags.get(COMMIT_TAG, "HEAD")
+    changes = detect_changes(repo, since, until, pipelines)
+    plan = plan_blue_green(graph, changes, current_versions(live_statements(client)))
+    context.log.info("blue/green plan: " + plan.model_dump_json(exclude={"changes"}))
+    for step in deploy_blue_green(client, graph, plan, target.env_name, target.flink.compute_pool_id):
+        if step.table in selected:
+            yield MaterializeResult(asset_key=translator.get_asset_key(step.table), metadata={
+                "action": step.action, "deployed_as": step.physical, "reason": step.reason,
+                "statements": MetadataValue.json(step.statements), "commit": until})
 
 
 def step_metadata(result: StepResult) -> dict[str, object]:

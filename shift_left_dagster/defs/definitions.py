@@ -6,7 +6,9 @@ from dagster import Definitions
 
 from shift_left_dagster.defs.assets import FlinkProject, FlinkTranslator, default_pipelines_dir, flink_assets
 from shift_left_dagster.defs.partitions import PartitionsConfig
+from shift_left_dagster.defs.promotion import promote_job, rollback_job
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
+from shift_left_dagster.defs.sensors import git_sensor
 
 
 def build_flink_definitions(
@@ -17,8 +19,11 @@ def build_flink_definitions(
 ) -> Definitions:
     """The plain Python builder: a project folder -> Definitions (the YAML component uses it too)."""
     project = FlinkProject(pipelines_dir or default_pipelines_dir())
+    translator = translator or FlinkTranslator()
     return Definitions(
         assets=flink_assets(project, translator, partitions=partitions),
+        sensors=[git_sensor(project, translator.get_asset_key)],
+        jobs=[promote_job, rollback_job],
         resources={"confluent": resource or ConfluentFlinkResource()},
     )
 

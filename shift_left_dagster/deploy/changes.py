@@ -138,3 +138,13 @@ def schema_breaks(old: DdlInfo | None, new: DdlInfo | None) -> list[str]:
     if old.changelog_mode != new.changelog_mode:
         reasons.append(f"changelog mode {old.changelog_mode} -> {new.changelog_mode}")
     return reasons
+
+
+def repository_of(path: Path) -> tuple[Path, str]:
+    """The git repository holding `path`, and `path` relative to it (posix)."""
+    top = Path(git(path, "rev-parse", "--show-toplevel").strip())
+    return top, path.resolve().relative_to(top.resolve()).as_posix()
+
+
+def head_commit(repo: Path, ref: str = "HEAD") -> str:
+    return git(repo, "rev-parse", ref).strip()

@@ -21,13 +21,15 @@ from shift_left_dagster.confluent.models import Phase, Statement
 from shift_left_dagster.deploy.plan import (
     CODE_VERSION_LABEL,
     TABLE_LABEL,
+    VERSION_LABEL,
     Action,
     DeploymentPlan,
     LiveStatement,
     PlanStep,
 )
 from shift_left_dagster.deploy.backfill import window_options
-from shift_left_dagster.deploy.rewrite import specific_offsets_options, with_source_options
+from shift_left_dagster.deploy.naming import VERSION_SUFFIX
+from shift_left_dagster.deploy.rewrite import rename_tables, specific_offsets_options, with_source_options
 from shift_left_dagster.project.analysis import StateForm
 from shift_left_dagster.project.graph import ProjectGraph
 
@@ -56,16 +58,19 @@ class DeploymentFailed(RuntimeError):
 
 def live_statements(client: ConfluentClient) -> dict[str, LiveStatement]:
     """The plan's view of the environment: every statement, with our labels."""
-    return {
-        s.name: LiveStatement(
+    live = {}
+    for s in client.list_statements():
+        labels = (s.metadata.labels if s.metadata else None) or {}
+        live[s.name] = LiveStatement(
             name=s.name,
             phase=s.phase,
             compute_pool_id=s.spec.compute_pool_id,
-            code_version=(s.metadata.labels or {}).get(CODE_VERSION_LABEL) if s.metadata else None,
+            code_version=labels.get(CODE_VERSION_LABEL),
             sql=s.spec.statement,
+            table=labels.get(TABLE_LABEL),
+            version=int(labels.get(VERSION_LABEL, "1")),
         )
-        for s in client.list_statements()
-    }
+    return live
 
 
 class PlanExecutor:
@@ -82,10 +87,12 @@ class PlanExecutor:
         self.max_parallel, self.timeout, self.max_cfu = max_parallel, timeout, max_cfu
         self.pools: dict[str, str] = {}  # "new:<name>" -> created pool id
         self.start_at: datetime | None = None
+        self.physical_names: dict[str, str] = {}
 
     def run(self, plan: DeploymentPlan) -> Iterator[StepResult]:
         """Execute the plan; yield each step's result as it finishes. Raises DeploymentFailed."""
         self.start_at = plan.options.start_at
+        self.physical_names = plan.options.physical_names
         pending = {step.index: step for step in plan.steps}
         done: set[int] = set()
         running: dict[Future, PlanStep] = {}
@@ -179,10 +186,10 @@ class PlanExecutor:
         table = self.graph.tables[step.table]
         if not table.ddl_path or not step.ddl_statement:
             return
-        drop = f"DROP TABLE IF EXISTS `{table.name}`"
+        drop = f"DROP TABLE IF EXISTS `{step.physical_table or table.name}`"
         self.run_to_completion(step.drop_statement or "", drop, step, result, keep=False)
         self.remove(step.ddl_statement)
-        self.run_to_completion(step.ddl_statement, self.read(table.ddl_path), step, result, keep=True)
+        self.run_to_completion(step.ddl_statement, self.physical(self.read(table.ddl_path)), step, result, keep=True)
 
     def start_dml(self, step: PlanStep, result: StepResult, offsets: dict[str, dict[int, int]]) -> None:
         table = self.graph.tables[step.table]
@@ -190,20 +197,25 @@ class PlanExecutor:
             return
         sql = self.read(table.dml_path)
         if offsets:
+            # latest_offsets are keyed by topic = the physical table name
+            logical = {v: k for k, v in self.physical_names.items()}
+            offsets = {logical.get(topic, topic): o for topic, o in offsets.items()}
             sql = with_source_options(sql, {topic: specific_offsets_options(o) for topic, o in offsets.items()})
         elif self.start_at is not None:
             sql = with_source_options(sql, {name: window_options(self.start_at, None) for name in table.tables_read})
         statement = self.client.create_statement(
             step.dml_statement,
-            sql,
+            self.physical(sql),
             compute_pool_id=result.compute_pool,
-            labels={TABLE_LABEL: table.name, CODE_VERSION_LABEL: table.code_version},
+            labels=statement_labels(table.name, table.code_version, version_of(step)),
         )
         result.statements[statement.name] = self.settle(statement).phase
 
     def run_to_completion(self, name: str, sql: str, step: PlanStep, result: StepResult, keep: bool) -> None:
         self.remove(name)
-        statement = self.client.create_statement(name, sql, compute_pool_id=result.compute_pool)
+        table = self.graph.tables[step.table]
+        labels = statement_labels(table.name, table.code_version, version_of(step)) if keep else None
+        statement = self.client.create_statement(name, sql, compute_pool_id=result.compute_pool, labels=labels)
         final = self.client.wait_for_phase(statement.name, {Phase.COMPLETED}, self.timeout)
         if keep:
             result.statements[name] = final.phase
@@ -215,3 +227,17 @@ class PlanExecutor:
 
     def read(self, relative: str) -> str:
         return (Path(self.graph.inventory.root) / relative).read_text()
+
+    def physical(self, sql: str) -> str:
+        """The SQL with every table renamed to the version that runs (identity without blue/green)."""
+        renames = {k: v for k, v in self.physical_names.items() if k != v}
+        return rename_tables(sql, renames) if renames else sql
+
+
+def version_of(step: PlanStep) -> int:
+    match = VERSION_SUFFIX.match(step.physical_table or "")
+    return int(match.group("n")) if match and step.physical_table != step.table else 1
+
+
+def statement_labels(table: str, code_version: str, version: int) -> dict[str, str]:
+    return {TABLE_LABEL: table, CODE_VERSION_LABEL: code_version, VERSION_LABEL: str(version)}

@@ -21,6 +21,7 @@ from shift_left_dagster.project.inventory import TableType
 # Labels our statements carry, so a later plan knows what runs (and a restart can find it).
 TABLE_LABEL = "sl_table"
 CODE_VERSION_LABEL = "sl_code_version"
+VERSION_LABEL = "sl_version"  # blue/green version of the table the statement writes (1, 2, ...)
 
 LIVE_PHASES = {"RUNNING", "PENDING", "DEGRADED"}
 
@@ -42,6 +43,8 @@ class LiveStatement(BaseModel):
     compute_pool_id: str | None = None
     code_version: str | None = None
     sql: str | None = None
+    table: str | None = None  # the logical table it writes (label)
+    version: int = 1  # its blue/green version (label)
 
 
 class PlanOptions(BaseModel):
@@ -51,6 +54,7 @@ class PlanOptions(BaseModel):
     may_start_children: bool = False
     compute_pool_id: str | None = None  # the configured pool, when there is one
     start_at: datetime | None = None  # (re)deployed statements read their sources from here, not earliest
+    physical_names: dict[str, str] = Field(default_factory=dict)  # logical -> running version (blue/green)
 
 
 class PlanStep(BaseModel):
@@ -61,6 +65,7 @@ class PlanStep(BaseModel):
     ddl_statement: str | None = None
     dml_statement: str | None = None
     drop_statement: str | None = None  # the DROP TABLE run before a table is recreated
+    physical_table: str | None = None  # the name the table is deployed as (a blue/green version)
     compute_pool: str | None = None  # an id, or "new:<display name>" created by an earlier step
     state_form: StateForm | None = None
     code_version: str | None = None
@@ -103,8 +108,9 @@ class _Planner:
 
     def names(self, table: str) -> tuple[str, str | None]:
         info = self.graph.tables[table]
-        ddl = statement_name(self.options.environment, info.product, "ddl", table)
-        dml = statement_name(self.options.environment, info.product, "dml", table) if info.dml else None
+        physical = self.options.physical_names.get(table, table)
+        ddl = statement_name(self.options.environment, info.product, "ddl", physical)
+        dml = statement_name(self.options.environment, info.product, "dml", physical) if info.dml else None
         return ddl, dml
 
     def running(self, table: str) -> LiveStatement | None:
@@ -231,7 +237,9 @@ class _Planner:
                     reason=reason,
                     ddl_statement=ddl,
                     dml_statement=dml,
-                    drop_statement=statement_name(self.options.environment, info.product, "drop", table),
+                    drop_statement=statement_name(self.options.environment, info.product, "drop",
+                                                  self.options.physical_names.get(table, table)),
+                    physical_table=self.options.physical_names.get(table, table),
                     compute_pool=pool,
                     state_form=info.state_form,
                     code_version=info.code_version,

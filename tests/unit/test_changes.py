@@ -92,3 +92,35 @@ def test_schema_change_that_drops_a_column_is_breaking(repo):
     commit(repo, ddl, "\n".join(lines[:column] + lines[column + 1:]))
     (change,) = detect_changes(repo, "HEAD~1")
     assert change.category == Category.BREAKING and "removed" in change.reasons[0]
+
+
+def test_git_sensor_requests_one_run_per_commit_and_never_twice(repo):
+    import json
+
+    from dagster import AssetKey, DagsterInstance, build_sensor_context
+
+    from shift_left_dagster.defs.assets import FlinkProject
+    from shift_left_dagster.defs.sensors import CHANGES_TAG, COMMIT_TAG, SINCE_TAG, git_sensor
+
+    project = FlinkProject(repo / "pipelines")
+    sensor = git_sensor(project, lambda name: AssetKey(name))
+    instance = DagsterInstance.ephemeral()
+
+    baseline = sensor(build_sensor_context(instance=instance))
+    assert not baseline.run_requests and baseline.cursor == git(repo, "rev-parse", "HEAD")
+
+    text = (repo / INT1).read_text()
+    comment_only = commit(repo, INT1, "-- formatting only\n" + text)
+    quiet = sensor(build_sensor_context(instance=instance, cursor=baseline.cursor))
+    assert not quiet.run_requests and quiet.cursor == comment_only
+
+    changed = commit(repo, INT1, text.replace("LEFT JOIN src_table_2", "JOIN src_table_2"))
+    result = sensor(build_sensor_context(instance=instance, cursor=quiet.cursor))
+    (request,) = result.run_requests
+    assert request.run_key == changed and result.cursor == changed
+    assert set(request.asset_selection) == {AssetKey("int_table_1"), AssetKey("fct_order")}
+    assert request.tags[COMMIT_TAG] == changed and request.tags[SINCE_TAG] == comment_only
+    assert json.loads(request.tags[CHANGES_TAG]) == {"int_table_1": "breaking"}
+
+    again = sensor(build_sensor_context(instance=instance, cursor=result.cursor))
+    assert not getattr(again, "run_requests", None)
