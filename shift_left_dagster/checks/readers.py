@@ -47,11 +47,12 @@ class SinkReader(Protocol):
     def rows(self, table: str) -> DataFrame:
         """The table's current rows."""
 
-    def live_records(self, table: FlinkTable) -> DataFrame:
+    def live_records(self, table: str) -> DataFrame:
         """The records whose primary keys must be unique."""
 
-    def expected(self, table: FlinkTable, statement: Statement) -> DataFrame:
-        """The rows the table's DML should have produced, with the columns of `rows`."""
+    def expected(self, table: FlinkTable, sink: str, statement: Statement) -> DataFrame:
+        """The rows `statement` should have written into `sink` (the table's deployed name), typed as
+        the table's stored columns."""
 
     def lag(self, statement: Statement) -> dict[str, int] | None:
         """Records per source the statement has not read yet (None: unknown)."""
@@ -73,12 +74,12 @@ class LocalSinkReader:
     def rows(self, table: str) -> DataFrame:
         return self.data.current_rows(self.data.table(table))
 
-    def live_records(self, table: FlinkTable) -> DataFrame:
-        return self.data.live_records(self.data.table(table.name))
+    def live_records(self, table: str) -> DataFrame:
+        return self.data.live_records(self.data.table(table))
 
-    def expected(self, table: FlinkTable, statement: Statement) -> DataFrame:
+    def expected(self, table: FlinkTable, sink: str, statement: Statement) -> DataFrame:
         return self.data.expected_rows(statement.name, statement.spec.statement or "", statement.spec.properties,
-                                       table.name)
+                                       sink)
 
     def lag(self, statement: Statement) -> dict[str, int] | None:
         return self.data.lag(statement.name)
@@ -110,16 +111,16 @@ class FilesSinkReader:
         ignored = {c.lower() for c in self.ignore_columns}
         return frame.select(*[F.col(f"`{c}`") for c in frame.columns if c.lower() not in ignored])
 
-    def live_records(self, table: FlinkTable) -> DataFrame:
-        return self.rows(table.name)
+    def live_records(self, table: str) -> DataFrame:
+        return self.rows(table)
 
-    def expected(self, table: FlinkTable, statement: Statement) -> DataFrame:
+    def expected(self, table: FlinkTable, sink: str, statement: Statement) -> DataFrame:
         """The DML's INSERT into `table`, translated by the local translator, over the parents' rows."""
         tree = parse_one_statement(statement.spec.statement or "", statement.name).tree
         inserts = tree.expressions if isinstance(tree, StatementSet) else [tree]
-        insert = next((i for i in inserts if isinstance(i, exp.Insert) and _target(i).name == table.name), None)
+        insert = next((i for i in inserts if isinstance(i, exp.Insert) and _target(i).name == sink), None)
         if insert is None or table.ddl is None:
-            raise ValueError(f"statement {statement.name} does not insert into {table.name}")
+            raise ValueError(f"statement {statement.name} does not insert into {sink}")
         query = insert.expression.copy()
         if insert.args.get("with"):
             query.set("with", insert.args["with"].copy())

@@ -39,17 +39,20 @@ def applicable(table: FlinkTable) -> list[CheckName]:
     return checks
 
 
-def find_dml_statements(client: ConfluentClient, tables: Sequence[FlinkTable], env: str) -> dict[str, Statement | None]:
-    """Each table's DML statement: the one the plan names, else the newest labelled with the table."""
+def find_dml_statements(client: ConfluentClient, tables: Sequence[FlinkTable], env: str,
+                        physical: Mapping[str, str] | None = None) -> dict[str, Statement | None]:
+    """Each table's DML statement: the one the plan names for the table's deployed name (`physical`:
+    a blue/green version), else the newest labelled with the table."""
     live = [s for s in client.list_statements() if s.phase != Phase.DELETING]
     by_name = {s.name: s for s in live}
     found: dict[str, Statement | None] = {}
     for table in tables:
         if not table.dml:
             continue
+        deployed = (physical or {}).get(table.name, table.name)
         labelled = [s for s in live if (s.metadata.labels or {}).get(TABLE_LABEL) == table.name]
         newest = max(labelled, key=lambda s: s.metadata.created_at or _EPOCH, default=None)
-        found[table.name] = by_name.get(statement_name(env, table.product, "dml", table.name)) or newest
+        found[table.name] = by_name.get(statement_name(env, table.product, "dml", deployed)) or newest
     return found
 
 
@@ -59,41 +62,48 @@ def run_checks(
     statements: Mapping[str, Statement | None],
     settings: ChecksSettings,
     only: Collection[tuple[str, CheckName]] | None = None,
+    physical: Mapping[str, str] | None = None,
 ) -> list[CheckOutcome]:
-    """Outcomes of every enabled check of every table (restricted to `only` when given), in order."""
+    """Outcomes of every enabled check of every table (restricted to `only` when given), in order.
+
+    `physical` maps a table to the name it is deployed as, when not its own (a blue/green version).
+    """
     outcomes: list[CheckOutcome] = []
     for table in tables:
         wanted = [c for c in applicable(table) if c in settings.enabled and (only is None or (table.name, c) in only)]
         if not wanted:
             continue
+        sink = (physical or {}).get(table.name, table.name)
         with reader.snapshot():
             for check in wanted:
-                outcomes.append(evaluate(check, table, reader, statements.get(table.name), settings))
+                outcomes.append(evaluate(check, table, sink, reader, statements.get(table.name), settings))
     return outcomes
 
 
-def evaluate(check: CheckName, table: FlinkTable, reader: SinkReader, statement: Statement | None,
+def evaluate(check: CheckName, table: FlinkTable, sink: str, reader: SinkReader, statement: Statement | None,
              settings: ChecksSettings) -> CheckOutcome:
     try:
-        passed, message, metadata = _verdict(check, table, reader, statement, settings)
+        passed, message, metadata = _verdict(check, table, sink, reader, statement, settings)
     except (ValueError, PySparkException, ConfluentError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         passed, message, metadata = False, f"could not be evaluated: {first_line}", {"error": type(error).__name__}
+    if sink != table.name:
+        metadata["sink_table"] = sink
     return CheckOutcome(table=table.name, check=check, passed=passed, blocking=check in settings.blocking,
                         message=message, metadata=metadata)
 
 
-def _verdict(check: CheckName, table: FlinkTable, reader: SinkReader, statement: Statement | None,
+def _verdict(check: CheckName, table: FlinkTable, sink: str, reader: SinkReader, statement: Statement | None,
              settings: ChecksSettings) -> rules.Verdict:
     samples = settings.sample_rows
     if check == CheckName.UNIQUE_PRIMARY_KEY:
-        return rules.unique_primary_key(reader.live_records(table), table.primary_key, samples)
+        return rules.unique_primary_key(reader.live_records(sink), table.primary_key, samples)
     if check == CheckName.SCHEMA_MATCHES_DDL:
         assert table.ddl is not None
-        return rules.schema_matches(table.ddl.columns, reader.rows(table.name).schema, reader.ignore_columns)
+        return rules.schema_matches(table.ddl.columns, reader.rows(sink).schema, reader.ignore_columns)
     if check == CheckName.STATEMENT_HEALTHY:
         return rules.statement_healthy(statement, reader.lag(statement) if statement else None,
                                        settings.max_lag_records)
     if statement is None:
         return False, "no DML statement of this table was found: nothing to reconcile against", {}
-    return rules.reconcile(reader.expected(table, statement), reader.rows(table.name), table.primary_key, samples)
+    return rules.reconcile(reader.expected(table, sink, statement), reader.rows(sink), table.primary_key, samples)

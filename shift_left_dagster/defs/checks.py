@@ -1,0 +1,154 @@
+"""Asset checks of Flink tables in Dagster: their specs, their configuration, the run's Spark, and
+the one call the deploying op makes to evaluate the checks of the tables it just deployed.
+
+(No `from __future__ import annotations`: Dagster reads resource field annotations at runtime.)
+"""
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dagster import (
+    AssetCheckKey,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetKey,
+    ConfigurableResource,
+    MetadataValue,
+)
+from dagster_pyspark.resources import spark_session_from_config
+from pydantic import Field, PrivateAttr
+from pyspark.sql import SparkSession
+
+from shift_left_dagster.checks import (
+    CheckName,
+    CheckOutcome,
+    ChecksSettings,
+    SinkConfig,
+    applicable,
+    find_dml_statements,
+    open_reader,
+    run_checks,
+)
+from shift_left_dagster.checks.models import DESCRIPTIONS
+from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.defs.resources import ConfluentFlinkResource
+from shift_left_dagster.local.spark import get_spark
+from shift_left_dagster.project.inventory import FlinkTable
+
+_DEFAULTS = ChecksSettings()
+
+
+class SparkResource(ConfigurableResource):
+    """The run's one SparkSession, started the first time a check needs it (runs without checks never
+    start Spark): this process's tuned local session by default, else a cluster's
+    (`master`: spark.master URL; `remote`: Spark Connect URL). Sessions run in UTC, as the local engine
+    does, so TIMESTAMP_LTZ -> DATE casts agree with it."""
+
+    master: str | None = Field(default=None, description="spark.master of a cluster, e.g. spark://host:7077")
+    remote: str | None = Field(default=None, description="Spark Connect URL, e.g. sc://host:15002")
+    config: dict[str, str] = Field(default_factory=dict, description="more Spark settings")
+    _session: SparkSession | None = PrivateAttr(default=None)
+
+    def get_session(self) -> SparkSession:
+        if self._session is None:
+            if self.master or self.remote or self.config:
+                settings = {"spark.sql.session.timeZone": "UTC", **self.config}
+                settings.update({k: v for k, v in (("spark.master", self.master), ("spark.remote", self.remote)) if v})
+                self._session = spark_session_from_config(settings)
+            else:
+                self._session = get_spark()
+        return self._session
+
+
+class FlinkChecksResource(ConfigurableResource):
+    """Which checks run and block, and where sink data is read: the local service's storage, or the
+    files teams land topics in (`path_template` with {table}, read with spark.read.format(format))."""
+
+    enabled: list[CheckName] = Field(default_factory=lambda: list(_DEFAULTS.enabled))
+    blocking: list[CheckName] = Field(default_factory=lambda: list(_DEFAULTS.blocking))
+    sample_rows: int = _DEFAULTS.sample_rows
+    max_lag_records: int | None = Field(default=None, description="statement_healthy fails beyond this lag")
+    sink: Literal["auto", "local", "files"] = Field(
+        default="auto", description="auto: the local service's storage when it is the target, else files")
+    local_data_dir: str | None = Field(default=None, description="default: the Confluent resource's")
+    path_template: str | None = Field(default=None, description="files: e.g. s3://bucket/topics/{table}")
+    format: str = "parquet"
+    options: dict[str, str] = Field(default_factory=dict, description="files: reader options")
+    ignore_columns: list[str] = Field(default_factory=list, description="files: landing metadata columns")
+
+    def settings(self) -> ChecksSettings:
+        return ChecksSettings(enabled=self.enabled, blocking=self.blocking, sample_rows=self.sample_rows,
+                              max_lag_records=self.max_lag_records)
+
+    def sink_config(self, confluent: ConfluentFlinkResource) -> SinkConfig:
+        kind = self.sink if self.sink != "auto" else ("local" if confluent.is_local else "files")
+        return SinkConfig(kind=kind, data_dir=self.local_data_dir or confluent.local_data_dir,
+                          path_template=self.path_template, format=self.format, options=self.options,
+                          ignore_columns=self.ignore_columns)
+
+
+def check_specs(table_key: AssetKey, table: FlinkTable, settings: ChecksSettings = _DEFAULTS) -> list[AssetCheckSpec]:
+    """The enabled checks that apply to a table (a key to be unique, a DML to reconcile, a DDL to match)."""
+    return [AssetCheckSpec(name=check.value, asset=table_key, blocking=check in settings.blocking,
+                           description=DESCRIPTIONS[check])
+            for check in applicable(table) if check in settings.enabled]
+
+
+@dataclass(frozen=True)
+class ChecksRun:
+    """What the op yields (`results`) and what must stop what depends on it (`failed_blocking`)."""
+
+    results: list[AssetCheckResult] = field(default_factory=list)
+    failed_blocking: list[AssetCheckKey] = field(default_factory=list)
+
+
+def evaluate_asset_checks(
+    tables: Sequence[FlinkTable],
+    *,
+    client: ConfluentClient,
+    env_name: str,
+    checks: FlinkChecksResource,
+    confluent: ConfluentFlinkResource,
+    spark: SparkResource,
+    asset_key: Callable[[str], AssetKey],
+    selected: Collection[AssetCheckKey] | None = None,
+    physical_names: Mapping[str, str] | None = None,
+) -> ChecksRun:
+    """Run the checks of `tables` (those in `selected`, when given) and turn them into Dagster results.
+
+    Spark starts only when at least one check is to run; the reader is closed before returning.
+    """
+    settings = checks.settings()
+    names = {asset_key(t.name): t.name for t in tables}
+    only = None if selected is None else {(names[k.asset_key], CheckName(k.name)) for k in selected
+                                          if k.asset_key in names}
+    wanted = [t for t in tables if any(c in settings.enabled and (only is None or (t.name, c) in only)
+                                       for c in applicable(t))]
+    if not wanted:
+        return ChecksRun()
+    statements = find_dml_statements(client, wanted, env_name, physical_names)
+    reader = open_reader(checks.sink_config(confluent), spark.get_session())
+    try:
+        outcomes = run_checks(wanted, reader, statements, settings, only, physical_names)
+    finally:
+        reader.close()
+    results = [asset_check_result(asset_key(o.table), o) for o in outcomes]
+    failed = [AssetCheckKey(asset_key(o.table), o.check.value) for o in outcomes if o.blocking and not o.passed]
+    return ChecksRun(results=results, failed_blocking=failed)
+
+
+def asset_check_result(key: AssetKey, outcome: CheckOutcome) -> AssetCheckResult:
+    return AssetCheckResult(
+        asset_key=key,
+        check_name=outcome.check.value,
+        passed=outcome.passed,
+        severity=AssetCheckSeverity.ERROR if outcome.blocking else AssetCheckSeverity.WARN,
+        description=outcome.message,
+        metadata={k: _metadata_value(v) for k, v in outcome.metadata.items() if v is not None},
+    )
+
+
+def _metadata_value(value: Any) -> Any:
+    return MetadataValue.json(value) if isinstance(value, (dict, list)) else value
