@@ -201,6 +201,62 @@ def rollback(
 
 
 @app.command()
+def check(
+    tables: Annotated[list[str], typer.Argument(help="tables to check")],
+    pipelines: PipelinesOption = None,
+    config: ConfigOption = None,
+    url: Annotated[Optional[str], typer.Option("--url", help="a local service already running")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="the local service's data dir")] = None,
+    sink_path: Annotated[Optional[str], typer.Option(
+        "--sink-path", help="read sinks from landed files instead: a path template with {table}")] = None,
+    sink_format: Annotated[str, typer.Option("--sink-format", help="format of --sink-path")] = "parquet",
+    as_json: Annotated[bool, typer.Option("--json", help="print the outcomes as JSON")] = False,
+) -> None:
+    """The asset checks of TABLE... (unique key, reconciliation, schema, statement) computed with Spark on the
+    sink data of the configured service; exit 1 when a check fails."""
+    import os
+
+    from shift_left_dagster.checks import ChecksSettings, SinkConfig, find_dml_statements, open_reader, run_checks
+    from shift_left_dagster.deploy.bluegreen import current_versions, physical_names
+    from shift_left_dagster.deploy.executor import live_statements
+    from shift_left_dagster.deploy.target import connect, resolve_mode, target_config
+    from shift_left_dagster.local.spark import get_spark
+
+    graph = _graph(pipelines)
+    unknown = [t for t in tables if t not in graph.tables]
+    if unknown:
+        raise ProjectError([f"unknown table {t!r}: not defined under {graph.inventory.root}/pipelines" for t in unknown])
+    if sink_path is None and resolve_mode("auto", os.environ) == "cloud":
+        raise typer.BadParameter("Confluent Cloud sinks are read from landed files: pass --sink-path", param_hint="--sink-path")
+    target = target_config(config, local_url=url, local_data_dir=str(data_dir) if data_dir else None)
+    client = connect(target)
+    chosen = [graph.tables[t] for t in tables]
+    physical = physical_names(current_versions(live_statements(client)))
+    sink = SinkConfig(kind="files", path_template=sink_path, format=sink_format) if sink_path else SinkConfig(
+        data_dir=str(data_dir) if data_dir else None)
+    try:
+        reader = open_reader(sink, get_spark())
+    except ValueError as error:  # no local data there, or a path template without {table}
+        typer.echo(f"error: {error}", err=True)
+        raise SystemExit(2) from None
+    try:
+        outcomes = run_checks(chosen, reader, find_dml_statements(client, chosen, target.env_name, physical),
+                              ChecksSettings(), physical=physical)
+    finally:
+        reader.close()
+    if as_json:
+        typer.echo(json.dumps([o.model_dump(mode="json") for o in outcomes], indent=1))
+    else:
+        width = max((len(o.table) for o in outcomes), default=5)
+        typer.echo(f"{'TABLE':{width}}  {'CHECK':18}  {'RESULT':12}  DETAIL")
+        for o in outcomes:
+            result = "pass" if o.passed else "FAIL" + (" (block)" if o.blocking else "")
+            typer.echo(f"{o.table:{width}}  {o.check.value:18}  {result:12}  {o.message}")
+    if not all(o.passed for o in outcomes):
+        raise SystemExit(1)
+
+
+@app.command()
 def demo(
     select: Annotated[str, typer.Option("--select", help="Dagster asset selection")] = "+fct_order",
 ) -> None:

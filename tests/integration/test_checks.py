@@ -229,3 +229,25 @@ def test_dropped_and_retyped_columns_fail_schema_matches_ddl_only(p1: Deployed, 
     assert list(schema.metadata["retyped_columns"]) == ["order_amount"]
     assert "payment_state" in schema.message and "order_amount" in schema.message
     assert outcomes[("fct_order", "reconciled")].metadata["uncompared_columns"] == ["payment_state"]
+
+
+def test_cli_check_prints_a_report_and_exits_1_when_a_check_fails(p1: Deployed, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from shift_left_dagster.cli import app
+
+    common = ["--pipelines", str(PROJECT / "pipelines"), "--url", p1.service.url,
+              "--data-dir", str(p1.service.data_dir)]
+    clean = CliRunner().invoke(app, ["check", "fct_order", *common])
+    assert clean.exit_code == 0, clean.output
+    lines = clean.output.splitlines()
+    assert lines[0].split() == ["TABLE", "CHECK", "RESULT", "DETAIL"]
+    assert [line.split()[:3] for line in lines[1:]] == [
+        ["fct_order", check, "pass"] for check in
+        ("unique_primary_key", "reconciled", "schema_matches_ddl", "statement_healthy")]
+
+    land(p1, tmp_path, "fct_order", change=lambda rows: rows.drop("payment_state"))
+    broken = CliRunner().invoke(app, ["check", "fct_order", *common, "--sink-path", str(tmp_path) + "/{table}"])
+    assert broken.exit_code == 1, broken.output
+    schema = next(line for line in broken.output.splitlines() if "schema_matches_ddl" in line)
+    assert "FAIL" in schema and "payment_state" in schema
