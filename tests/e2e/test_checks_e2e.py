@@ -1,26 +1,17 @@
-"""The checks as Dagster asset checks: specs on the table assets, results from a real materialisation.
-
-The deploying op's wiring is not used here: a multi_asset_check over the same
-specs calls `evaluate_asset_checks` as that op does, after the tables deploy.
-(No `from __future__ import annotations`: Dagster reads the `context` annotation at definition time.)
+"""The checks as Dagster asset checks of the table assets: evaluated by the deploying op after each
+table deploys, on the run's lazy SparkSession, against the local service's sink data.
 """
+
+from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from dagster import (
-    AssetCheckExecutionContext,
-    AssetCheckSeverity,
-    AssetKey,
-    AssetSelection,
-    AssetsDefinition,
-    materialize,
-    multi_asset_check,
-)
+from dagster import AssetCheckSeverity, AssetKey, AssetSelection, materialize
 from pyspark.sql import functions as F
 
 from shift_left_dagster.defs.assets import FlinkProject, flink_assets
-from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource, check_specs, evaluate_asset_checks
+from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.local.catalog import INSERT, OP, ROWTIME
 from shift_left_dagster.local.process import InProcessService
@@ -38,41 +29,18 @@ def service(spark, tmp_path_factory) -> Iterator[InProcessService]:  # type: ign
         yield running
 
 
-def flink_checks(project: FlinkProject) -> AssetsDefinition:
-    graph = project.graph
-    specs = [spec for name in TABLES for spec in check_specs(AssetKey(name), graph.tables[name])]
-
-    @multi_asset_check(specs=specs, can_subset=True)
-    def p1_checks(context: AssetCheckExecutionContext, confluent: ConfluentFlinkResource,
-                  checks: FlinkChecksResource, spark: SparkResource):  # type: ignore[no-untyped-def]
-        config = confluent.get_config()
-        run = evaluate_asset_checks([graph.tables[t] for t in TABLES], client=confluent.get_client(),
-                                    env_name=config.env_name, checks=checks, confluent=confluent, spark=spark,
-                                    asset_key=AssetKey, selected=context.selected_asset_check_keys)
-        context.log.info(f"failed blocking checks: {run.failed_blocking}")
-        yield from run.results
-
-    return p1_checks
-
-
-def run(service: InProcessService, with_assets: bool):  # type: ignore[no-untyped-def]
-    project = FlinkProject(PROJECT / "pipelines")
-    assets = flink_assets(project)
-    checks = flink_checks(project)
-    selection = AssetSelection.checks_for_assets(*TABLES)
-    if with_assets:
-        selection = selection | AssetSelection.assets(*TABLES)
+def run(service: InProcessService):  # type: ignore[no-untyped-def]
+    assets = flink_assets(FlinkProject(PROJECT / "pipelines"))
+    selection = AssetSelection.assets(*TABLES) | AssetSelection.checks_for_assets(*TABLES)
     confluent = ConfluentFlinkResource(mode="local", local_url=service.url, local_data_dir=str(service.data_dir))
-    return materialize([*assets, checks], selection=selection, raise_on_error=False,
+    return materialize(assets, selection=selection, raise_on_error=False,
                        resources={"confluent": confluent, "checks": FlinkChecksResource(), "spark": SparkResource()})
 
 
 def test_checks_pass_after_deploy_then_a_blocking_check_fails_on_a_corrupted_sink(service) -> None:  # type: ignore[no-untyped-def]
-    deployed = run(service, with_assets=True)
+    deployed = run(service)
     assert deployed.success
-    assert quiesce(service.url)["quiet"]
-    evaluations = {(e.asset_key.path[-1], e.check_name): e for e in run(service, with_assets=False)
-                   .get_asset_check_evaluations()}
+    evaluations = {(e.asset_key.path[-1], e.check_name): e for e in deployed.get_asset_check_evaluations()}
     assert sorted(evaluations) == sorted([
         ("int_table_2", "reconciled"), ("int_table_2", "schema_matches_ddl"), ("int_table_2", "statement_healthy"),
         ("int_table_2", "unique_primary_key"),
@@ -81,6 +49,7 @@ def test_checks_pass_after_deploy_then_a_blocking_check_fails_on_a_corrupted_sin
     assert all(e.passed for e in evaluations.values()), {k: e.description for k, e in evaluations.items()}
     assert evaluations[("int_table_2", "reconciled")].metadata["missing"].value == 0
 
+    assert quiesce(service.url)["quiet"]
     engine = service.engine  # an extra int_table_2 row written outside any statement
     table = next(t for t in engine.store.tables() if t.name == "int_table_2")
     extra = engine.logs.spark.createDataFrame(
@@ -89,9 +58,9 @@ def test_checks_pass_after_deploy_then_a_blocking_check_fails_on_a_corrupted_sin
         F.current_timestamp().alias("last_payment_ts"), F.current_timestamp().alias(ROWTIME),
         F.lit(INSERT).cast("tinyint").alias(OP))
     engine.store.append_batches([engine.logs.write(table, extra, producer=None)])
-    failed = run(service, with_assets=False)
-    assert not failed.success  # Dagster fails the step that reports a failed blocking check
-    reconciled = next(e for e in failed.get_asset_check_evaluations()
+    again = run(service)  # nothing to deploy (running, same code): the checks run again
+    assert not again.success  # Dagster fails the step that reports a failed blocking check
+    reconciled = next(e for e in again.get_asset_check_evaluations()
                       if e.asset_key == AssetKey("int_table_2") and e.check_name == "reconciled")
     assert not reconciled.passed and reconciled.severity == AssetCheckSeverity.ERROR
     assert reconciled.metadata["unexpected"].value == 1

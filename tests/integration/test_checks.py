@@ -251,3 +251,15 @@ def test_cli_check_prints_a_report_and_exits_1_when_a_check_fails(p1: Deployed, 
     assert broken.exit_code == 1, broken.output
     schema = next(line for line in broken.output.splitlines() if "schema_matches_ddl" in line)
     assert "FAIL" in schema and "payment_state" in schema
+
+
+def test_bench_code_path_on_a_tiny_sink(tmp_path: Path) -> None:
+    """bench/bench_checks.py end to end at a tiny size (the 10 M-row run is by hand)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_checks", PROJECT.parent / "bench" / "bench_checks.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    figures = bench.bench(tmp_path, rows=2_000, repeat=1, report=lambda _line: None)
+    assert figures.sink_rows == 1_900 and figures.ours_seconds > 0 and figures.bare_seconds > 0
