@@ -28,6 +28,8 @@ from dagster import (
 )
 from pydantic import Field
 
+from shift_left_dagster.checks import ChecksSettings
+from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource, check_specs, evaluate_asset_checks
 from shift_left_dagster.defs.partitions import PartitionsConfig, reaches_open_partition
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
@@ -130,6 +132,7 @@ def flink_assets(
     translator: FlinkTranslator | None = None,
     *,
     partitions: PartitionsConfig | None = None,
+    checks_settings: ChecksSettings | None = None,
 ) -> list[AssetsDefinition | AssetSpec]:
     """The project's table assets (one subsettable multi_asset) plus its external sources as specs."""
     translator = translator or FlinkTranslator()
@@ -138,15 +141,19 @@ def flink_assets(
     keys = {translator.get_asset_key(name): name for name in graph.tables}
     externals = sorted({e for sources in graph.external_sources.values() for e in sources})
     partitions_def = partitions.definition() if partitions else None
+    checks = [c for name, table in graph.tables.items()
+              for c in check_specs(translator.get_asset_key(name), table, checks_settings or ChecksSettings())]
 
     @multi_asset(
         name=f"flink_{project.name}",
         specs=specs,
+        check_specs=checks,
         can_subset=True,
         partitions_def=partitions_def,
         backfill_policy=BackfillPolicy.single_run() if partitions_def else None,
     )
-    def deploy_flink_tables(context: AssetExecutionContext, config: DeployConfig, confluent: ConfluentFlinkResource):
+    def deploy_flink_tables(context: AssetExecutionContext, config: DeployConfig, confluent: ConfluentFlinkResource,
+                            checks: FlinkChecksResource, spark: SparkResource):
         selected = sorted(keys[key] for key in context.selected_asset_keys)
         target = confluent.get_config()
         client = connect(target)
@@ -183,11 +190,22 @@ def flink_assets(
         executor = PlanExecutor(client, graph, max_parallel=confluent.max_parallel,
                                 timeout=confluent.statement_timeout_seconds)
         for result in executor.run(plan):
-            if result.step.table in selected:
-                yield MaterializeResult(asset_key=translator.get_asset_key(result.step.table),
-                                        metadata=step_metadata(result))
-            elif result.step.table:
-                context.log.info(f"{result.step.action.value} {result.step.table}: {result.step.reason}")
+            table = result.step.table
+            if table not in selected:
+                if table:
+                    context.log.info(f"{result.step.action.value} {table}: {result.step.reason}")
+                continue
+            yield MaterializeResult(asset_key=translator.get_asset_key(table), metadata=step_metadata(result))
+            evaluated = evaluate_asset_checks(
+                [graph.tables[table]], client=client, env_name=target.env_name, checks=checks, confluent=confluent,
+                spark=spark, asset_key=translator.get_asset_key, selected=context.selected_asset_check_keys,
+                physical_names=options.physical_names)
+            yield from evaluated.results
+            if evaluated.failed_blocking:
+                failed = ", ".join(key.name for key in evaluated.failed_blocking)
+                skipped = executor.block_descendants(table, f"blocking check {failed} failed on {table}")
+                context.log.warning(f"blocking check {failed} failed on {table}: not deploying "
+                                    f"{', '.join(skipped) or 'anything downstream'} in this run")
 
     return [deploy_flink_tables, *(translator.get_external_asset_spec(e) for e in externals)]
 

@@ -84,7 +84,8 @@ class FlinkChecksResource(ConfigurableResource):
 
     def sink_config(self, confluent: ConfluentFlinkResource) -> SinkConfig:
         kind = self.sink if self.sink != "auto" else ("local" if confluent.is_local else "files")
-        return SinkConfig(kind=kind, data_dir=self.local_data_dir or confluent.local_data_dir,
+        data_dir = self.local_data_dir or (confluent.get_local_data_dir() if kind == "local" else None)
+        return SinkConfig(kind=kind, data_dir=data_dir,
                           path_template=self.path_template, format=self.format, options=self.options,
                           ignore_columns=self.ignore_columns)
 

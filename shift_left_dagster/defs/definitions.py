@@ -5,10 +5,17 @@ from __future__ import annotations
 from dagster import Definitions
 
 from shift_left_dagster.defs.assets import FlinkProject, FlinkTranslator, default_pipelines_dir, flink_assets
+from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
 from shift_left_dagster.defs.partitions import PartitionsConfig
 from shift_left_dagster.defs.promotion import promote_job, rollback_job
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import git_sensor
+
+
+def flink_resources(confluent: ConfluentFlinkResource | None = None) -> dict[str, object]:
+    """The resources the table assets need: the Flink service, the checks' settings, the run's Spark."""
+    return {"confluent": confluent or ConfluentFlinkResource(), "checks": FlinkChecksResource(),
+            "spark": SparkResource()}
 
 
 def build_flink_definitions(
@@ -24,7 +31,7 @@ def build_flink_definitions(
         assets=flink_assets(project, translator, partitions=partitions),
         sensors=[git_sensor(project, translator.get_asset_key)],
         jobs=[promote_job, rollback_job],
-        resources={"confluent": resource or ConfluentFlinkResource()},
+        resources=flink_resources(resource),
     )
 
 

@@ -8,7 +8,7 @@ from dagster import ConfigurableResource
 from pydantic import Field
 
 from shift_left_dagster.confluent.client import ConfluentClient
-from shift_left_dagster.deploy.target import connect, resolve_mode, target_config
+from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
 from shift_left_dagster.project.config import FlinkProjectConfig
 
 
@@ -57,6 +57,10 @@ class ConfluentFlinkResource(ConfigurableResource):
     @property
     def is_local(self) -> bool:
         return resolve_mode(self.mode, self._environ()) == "local"
+
+    def get_local_data_dir(self) -> str:
+        """The data folder of the local service this resource talks to (checks read sink files there)."""
+        return local_data_dir(self.local_url, self.local_data_dir)
 
     def get_config(self) -> FlinkProjectConfig:
         return target_config(self.config_file, mode=self.mode, environ=self._environ(),

@@ -88,11 +88,13 @@ class PlanExecutor:
         self.pools: dict[str, str] = {}  # "new:<name>" -> created pool id
         self.start_at: datetime | None = None
         self.physical_names: dict[str, str] = {}
+        self.blocked: dict[str, str] = {}  # table -> why its step is skipped
 
     def run(self, plan: DeploymentPlan) -> Iterator[StepResult]:
         """Execute the plan; yield each step's result as it finishes. Raises DeploymentFailed."""
         self.start_at = plan.options.start_at
         self.physical_names = plan.options.physical_names
+        self.blocked: dict[str, str] = {}
         pending = {step.index: step for step in plan.steps}
         done: set[int] = set()
         running: dict[Future, PlanStep] = {}
@@ -101,6 +103,10 @@ class PlanExecutor:
             while (pending and failure is None) or running:
                 if failure is None:
                     for index, step in sorted(pending.items()):
+                        if step.table in self.blocked:
+                            del pending[index]
+                            log.info("step %s (%s) skipped: %s", index, step.table, self.blocked[step.table])
+                            continue
                         if len(running) >= self.max_parallel:
                             break
                         if all(d in done for d in step.depends_on):
@@ -120,6 +126,13 @@ class PlanExecutor:
                     yield result
         if failure is not None:
             raise failure
+
+    def block_descendants(self, table: str, reason: str) -> list[str]:
+        """Steps of tables downstream of `table` not started yet are skipped (a blocking check failed)."""
+        skipped = [d for d in self.graph.descendants(table) if d not in self.blocked]
+        for descendant in skipped:
+            self.blocked[descendant] = reason
+        return skipped
 
     # -- one step ------------------------------------------------------------------------
 

@@ -48,3 +48,21 @@ def target_config(
 
 def connect(config: FlinkProjectConfig) -> ConfluentClient:
     return ConfluentClient.from_config(config)
+
+
+def local_data_dir(local_url: str | None, data_dir: str | None) -> str:
+    """Where a local service keeps its data: as configured, else as the running service says, else
+    where `ensure_running` starts one."""
+    if data_dir:
+        return data_dir
+    if local_url:
+        import requests
+
+        from shift_left_dagster.project.config import local_credentials
+
+        answer = requests.get(f"{local_url}/local/v1/health", auth=local_credentials(), timeout=10)
+        answer.raise_for_status()
+        return answer.json()["data_dir"]
+    from shift_left_dagster.local.process import ensure_running
+
+    return ensure_running(None).data_dir

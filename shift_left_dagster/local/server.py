@@ -115,7 +115,8 @@ class _Handlers:
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok", "ready": self.engine.ready, "pid": os.getpid(),
                              "started_at": _STARTED, "startup_error": self.engine.startup_error,
-                             "organization_id": IDENTITY.organization_id, "environment_id": IDENTITY.environment_id})
+                             "organization_id": IDENTITY.organization_id, "environment_id": IDENTITY.environment_id,
+                             "data_dir": str(self.engine.data_dir)})
 
     def quiesce(self, request: Request) -> Response:
         try:

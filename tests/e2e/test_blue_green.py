@@ -18,6 +18,7 @@ import pytest
 from dagster import AssetSelection, DagsterInstance, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, flink_assets
+from shift_left_dagster.defs.definitions import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
 from shift_left_dagster.deploy.bluegreen import promote, rollback
@@ -49,7 +50,7 @@ def expected_fct(unknown_name: str) -> list[tuple]:
 
 def run(repo: Path, url: str, instance: DagsterInstance, selection: AssetSelection, tags=None):  # type: ignore[no-untyped-def]
     result = materialize(flink_assets(FlinkProject(repo / "pipelines")), selection=selection,
-                         resources={"confluent": ConfluentFlinkResource(mode="local", local_url=url)},
+                         resources=flink_resources(ConfluentFlinkResource(mode="local", local_url=url)),
                          instance=instance, tags=tags)
     assert result.success
     return result

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from dagster import AssetCheckSeverity, AssetKey, AssetSelection, materialize
+from dagster import AssetCheckSeverity, AssetKey, AssetSelection, DagsterInstance, materialize
 from pyspark.sql import functions as F
 
 from shift_left_dagster.defs.assets import FlinkProject, flink_assets
@@ -15,7 +15,7 @@ from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.local.catalog import INSERT, OP, ROWTIME
 from shift_left_dagster.local.process import InProcessService
-from tests.integration.support import PROJECT, quiesce
+from tests.integration.support import PROJECT, client_for, quiesce
 
 pytestmark = [pytest.mark.spark, pytest.mark.service]
 
@@ -65,3 +65,18 @@ def test_checks_pass_after_deploy_then_a_blocking_check_fails_on_a_corrupted_sin
     assert not reconciled.passed and reconciled.severity == AssetCheckSeverity.ERROR
     assert reconciled.metadata["unexpected"].value == 1
     assert reconciled.description == "sink differs from its DML: missing=0, unexpected=1, different=0"
+
+    # The same failed blocking check skips the downstream table in that run: fct_order is not deployed.
+    instance = DagsterInstance.ephemeral()
+    with_fact = materialize(
+        flink_assets(FlinkProject(PROJECT / "pipelines")),
+        selection=AssetSelection.assets("int_table_2", "fct_order") | AssetSelection.checks_for_assets("int_table_2"),
+        raise_on_error=False, instance=instance,
+        resources={"confluent": ConfluentFlinkResource(mode="local", local_url=service.url,
+                                                       local_data_dir=str(service.data_dir)),
+                   "checks": FlinkChecksResource(), "spark": SparkResource()})
+    assert not with_fact.success
+    assert [e.asset_key.path[-1] for e in with_fact.get_asset_materialization_events()] == ["int_table_2"]
+    messages = [record.user_message for record in instance.all_logs(with_fact.run_id)]
+    assert any("blocking check reconciled failed on int_table_2" in m and "fct_order" in m for m in messages)
+    assert not [s for s in client_for(service.url).list_statements() if "fct-order" in s.name]

@@ -8,6 +8,7 @@ import pytest
 from dagster import AssetKey, AssetSelection, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, flink_assets
+from shift_left_dagster.defs.definitions import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.local.process import InProcessService
 from tests.integration import expected_p1
@@ -31,7 +32,7 @@ def materialize_p1(url: str):  # type: ignore[no-untyped-def]
         assets,
         selection=AssetSelection.assets("fct_order").upstream() - AssetSelection.assets(
             *[AssetKey(t) for t in ("raw_orders", "raw_customers", "raw_payments")]),
-        resources={"confluent": ConfluentFlinkResource(mode="local", local_url=url)},
+        resources=flink_resources(ConfluentFlinkResource(mode="local", local_url=url)),
     )
 
 
@@ -42,6 +43,10 @@ def test_materialize_fct_order_and_ancestors_then_rerun_is_a_no_op(service):  # 
     assert sorted(materialized) == sorted(P1)
     fct = materialized["fct_order"].materialization.metadata
     assert fct["action"].value == "deploy"
+    checks = result.get_asset_check_evaluations()
+    assert {e.asset_key.path[-1] for e in checks} == set(P1)  # every deployed table is checked...
+    assert all(e.passed for e in checks), {(e.asset_key.path[-1], e.check_name): e.description
+                                           for e in checks if not e.passed}  # ...and a clean pipeline passes
 
     client = client_for(service.url)
     ours = {s.name: s for s in client.list_statements() if s.name.startswith("local-p1-")}

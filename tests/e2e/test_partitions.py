@@ -17,6 +17,7 @@ from dagster import AssetKey, AssetSelection, DagsterInstance, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, flink_assets
 from shift_left_dagster.defs.partitions import PartitionsConfig
+from shift_left_dagster.defs.definitions import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.local.process import InProcessService
 from tests.integration.support import client_for, quiesce, select
@@ -80,7 +81,7 @@ def run_range(project_root: Path, url: str, instance: DagsterInstance, start: st
     return materialize(
         assets,
         selection=AssetSelection.assets(AssetKey("clicks"), AssetKey("clicks_daily")),
-        resources={"confluent": ConfluentFlinkResource(mode="local", local_url=url)},
+        resources=flink_resources(ConfluentFlinkResource(mode="local", local_url=url)),
         instance=instance,
         tags={"dagster/asset_partition_range_start": start, "dagster/asset_partition_range_end": end},
         run_config={"ops": {"flink_project": {"config": config}}} if config else None,

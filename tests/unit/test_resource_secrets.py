@@ -13,6 +13,7 @@ import responses
 from dagster import AssetSelection, DagsterInstance, EnvVar, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, flink_assets
+from shift_left_dagster.defs.definitions import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 
 SAMPLE = Path(__file__).resolve().parents[2] / "flink_project"
@@ -41,7 +42,7 @@ def test_cloud_secrets_are_used_and_never_shown(tmp_path, monkeypatch, caplog):
     instance = DagsterInstance.ephemeral()
     result = materialize(flink_assets(FlinkProject(SAMPLE / "pipelines")),
                          selection=AssetSelection.assets("src_table_3"),
-                         resources={"confluent": resource}, instance=instance, raise_on_error=False)
+                         resources=flink_resources(resource), instance=instance, raise_on_error=False)
 
     assert not result.success
     (call,) = responses.calls  # an auth error is not retried
