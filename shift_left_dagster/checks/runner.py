@@ -16,7 +16,7 @@ from shift_left_dagster.checks import rules
 from shift_left_dagster.checks.models import CheckName, CheckOutcome, ChecksSettings
 from shift_left_dagster.checks.readers import SinkReader
 from shift_left_dagster.confluent.client import ConfluentClient
-from shift_left_dagster.confluent.errors import ConfluentError
+from shift_left_dagster.confluent.errors import ConfluentError, NotFound
 from shift_left_dagster.confluent.models import Phase, Statement
 from shift_left_dagster.deploy.naming import statement_name
 from shift_left_dagster.deploy.plan import TABLE_LABEL
@@ -27,32 +27,34 @@ _EPOCH = datetime.fromtimestamp(0, UTC)
 
 def applicable(table: FlinkTable) -> list[CheckName]:
     """Checks that mean something for a table: a key to be unique, a DML to reconcile, a DDL to match."""
-    checks = []
-    if table.primary_key:
-        checks.append(CheckName.UNIQUE_PRIMARY_KEY)
-    if table.dml:
-        checks.append(CheckName.RECONCILED)
-    if table.ddl:
-        checks.append(CheckName.SCHEMA_MATCHES_DDL)
-    if table.dml:
-        checks.append(CheckName.STATEMENT_HEALTHY)
-    return checks
+    means = {CheckName.UNIQUE_PRIMARY_KEY: bool(table.primary_key), CheckName.RECONCILED: table.dml is not None,
+             CheckName.SCHEMA_MATCHES_DDL: table.ddl is not None, CheckName.STATEMENT_HEALTHY: table.dml is not None}
+    return [check for check in CheckName if means[check]]
 
 
 def find_dml_statements(client: ConfluentClient, tables: Sequence[FlinkTable], env: str,
                         physical: Mapping[str, str] | None = None) -> dict[str, Statement | None]:
     """Each table's DML statement: the one the plan names for the table's deployed name (`physical`:
-    a blue/green version), else the newest labelled with the table."""
-    live = [s for s in client.list_statements() if s.phase != Phase.DELETING]
-    by_name = {s.name: s for s in live}
+    a blue/green version), else the newest labelled with the table (one listing, only if needed)."""
     found: dict[str, Statement | None] = {}
+    labelled: dict[str, list[Statement]] | None = None
     for table in tables:
         if not table.dml:
             continue
-        deployed = (physical or {}).get(table.name, table.name)
-        labelled = [s for s in live if (s.metadata.labels or {}).get(TABLE_LABEL) == table.name]
-        newest = max(labelled, key=lambda s: s.metadata.created_at or _EPOCH, default=None)
-        found[table.name] = by_name.get(statement_name(env, table.product, "dml", deployed)) or newest
+        name = statement_name(env, table.product, "dml", (physical or {}).get(table.name, table.name))
+        try:
+            statement: Statement | None = client.get_statement(name)
+        except NotFound:
+            statement = None
+        if statement is None or statement.phase == Phase.DELETING:
+            if labelled is None:
+                labelled = {}
+                for live in client.list_statements():
+                    if live.phase != Phase.DELETING:
+                        labelled.setdefault((live.metadata.labels or {}).get(TABLE_LABEL, ""), []).append(live)
+            candidates = labelled.get(table.name, [])
+            statement = max(candidates, key=lambda s: s.metadata.created_at or _EPOCH) if candidates else None
+        found[table.name] = statement
     return found
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -66,7 +66,7 @@ class LocalData:
     def close(self) -> None:
         self.store.close()
 
-    def snapshot(self):  # type: ignore[no-untyped-def]
+    def snapshot(self) -> AbstractContextManager[None]:
         return self.store.snapshot()
 
     def table(self, name: str) -> TableDef:

@@ -52,13 +52,15 @@ class Deployed:
     graph: ProjectGraph
     spark: SparkSession
 
-    def outcomes(self, *tables: str, reader: Any = None) -> dict[tuple[str, str], CheckOutcome]:
+    def outcomes(self, *tables: str, reader: Any = None,
+                 only: CheckName | None = None) -> dict[tuple[str, str], CheckOutcome]:
         chosen = [self.graph.tables[t] for t in tables]
         statements = find_dml_statements(self.client, chosen, ENV)
         own = reader is None
         reader = reader or LocalSinkReader(LocalData(self.service.data_dir, self.spark))
+        settings = ChecksSettings(sample_rows=3, enabled=[only] if only else list(CheckName))
         try:
-            found = run_checks(chosen, reader, statements, ChecksSettings(sample_rows=3))
+            found = run_checks(chosen, reader, statements, settings)
         finally:
             if own:
                 reader.close()
@@ -87,6 +89,7 @@ def p1(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     """p1 deployed as the Dagster op deploys it (seeds, plan, executor), caught up."""
     with InProcessService(tmp_path_factory.mktemp("checks-service"), spark_factory=lambda: spark) as service:
         client = client_for(service.url)
+        client.settings.poll.initial = client.settings.poll.step = 0.05  # wait for the service, not the polling
         graph = ProjectGraph(build_inventory(PROJECT / "pipelines"))
         seed_raw_topics(client, PROJECT / "seeds", only={"raw_orders", "raw_customers", "raw_payments"})
         plan = build_plan(graph, ["fct_order"], live_statements(client), PlanOptions(environment=ENV))
@@ -139,7 +142,7 @@ def test_wrong_value_fails_reconciled_only(p1: Deployed) -> None:
     assert sample["actual"]["order_status"] == "TAMPERED"
     assert sample["expected"]["order_id"] == "ord-001" and sample["expected"]["order_status"] != "TAMPERED"
     p1.write("fct_order", original)
-    assert failed(p1.outcomes("fct_order")) == []
+    assert failed(p1.outcomes("fct_order", only=CheckName.RECONCILED)) == []
 
 
 def test_missing_row_fails_reconciled_only(p1: Deployed) -> None:
@@ -151,7 +154,7 @@ def test_missing_row_fails_reconciled_only(p1: Deployed) -> None:
     assert counts(reconciled) == {"missing": 1, "unexpected": 0, "different": 0}
     assert [s["order_id"] for s in reconciled.metadata["sample_missing"]] == ["ord-002"]
     p1.write("fct_order", original)
-    assert failed(p1.outcomes("fct_order")) == []
+    assert failed(p1.outcomes("fct_order", only=CheckName.RECONCILED)) == []
 
 
 def test_extra_row_fails_reconciled_only(p1: Deployed) -> None:
@@ -163,7 +166,7 @@ def test_extra_row_fails_reconciled_only(p1: Deployed) -> None:
     assert counts(reconciled) == {"missing": 0, "unexpected": 1, "different": 0}
     assert [s["order_id"] for s in reconciled.metadata["sample_unexpected"]] == ["ord-999"]
     p1.write("fct_order", extra, op=DELETE)
-    assert failed(p1.outcomes("fct_order")) == []
+    assert failed(p1.outcomes("fct_order", only=CheckName.RECONCILED)) == []
 
 
 def test_key_live_in_two_partitions_fails_unique_primary_key_only(p1: Deployed) -> None:
@@ -179,7 +182,7 @@ def test_key_live_in_two_partitions_fails_unique_primary_key_only(p1: Deployed) 
     assert unique.metadata["sample_keys"] == [{"order_id": key}]
     p1.write("fct_order", row, op=DELETE, partitions=2)  # partition 1 forgets the key...
     p1.write("fct_order", row)  # ...and partition 0's record is the newest again
-    assert failed(p1.outcomes("fct_order")) == []
+    assert failed(p1.outcomes("fct_order", only=CheckName.UNIQUE_PRIMARY_KEY)) == []
 
 
 def test_stopped_statement_fails_statement_healthy_and_reconciles_as_of_its_offsets(p1: Deployed) -> None:
