@@ -206,7 +206,8 @@ def check(
     pipelines: PipelinesOption = None,
     config: ConfigOption = None,
     url: Annotated[Optional[str], typer.Option("--url", help="a local service already running")] = None,
-    data_dir: Annotated[Optional[Path], typer.Option("--data-dir", help="the local service's data dir")] = None,
+    data_dir: Annotated[Optional[Path], typer.Option(
+        "--data-dir", help="the local service's data dir (default: the running service's)")] = None,
     sink_path: Annotated[Optional[str], typer.Option(
         "--sink-path", help="read sinks from landed files instead: a path template with {table}")] = None,
     sink_format: Annotated[str, typer.Option("--sink-format", help="format of --sink-path")] = "parquet",
@@ -219,7 +220,7 @@ def check(
     from shift_left_dagster.checks import ChecksSettings, SinkConfig, find_dml_statements, open_reader, run_checks
     from shift_left_dagster.deploy.bluegreen import current_versions, physical_names
     from shift_left_dagster.deploy.executor import live_statements
-    from shift_left_dagster.deploy.target import connect, resolve_mode, target_config
+    from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
     from shift_left_dagster.local.spark import get_spark
 
     graph = _graph(pipelines)
@@ -233,7 +234,7 @@ def check(
     chosen = [graph.tables[t] for t in tables]
     physical = physical_names(current_versions(live_statements(client)))
     sink = SinkConfig(kind="files", path_template=sink_path, format=sink_format) if sink_path else SinkConfig(
-        data_dir=str(data_dir) if data_dir else None)
+        data_dir=local_data_dir(url, str(data_dir) if data_dir else None))
     try:
         reader = open_reader(sink, get_spark())
     except ValueError as error:  # no local data there, or a path template without {table}
