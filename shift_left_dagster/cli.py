@@ -179,13 +179,30 @@ def changes(
 @app.command()
 def promote(
     tables: Annotated[Optional[list[str]], typer.Argument(help="tables (default: every candidate)")] = None,
+    pipelines: PipelinesOption = None,
     config: ConfigOption = None,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="check the candidates first (local)")] = True,
 ) -> None:
-    """Blue/green: candidates serve; old versions' statements stop and go (their tables are kept)."""
+    """Blue/green: verify the candidates (checks pass, same keys), then they serve; the old versions'
+    statements stop and go (their tables are kept)."""
+    from shift_left_dagster.checks.candidates import verify_candidates
+    from shift_left_dagster.checks.readers import SinkConfig, open_reader
     from shift_left_dagster.deploy.bluegreen import promote as promote_versions
-    from shift_left_dagster.deploy.target import connect, target_config
+    from shift_left_dagster.deploy.target import connect, local_data_dir, target_config
+    from shift_left_dagster.local.spark import get_spark
 
-    typer.echo(f"promoted: {promote_versions(connect(target_config(config)), tables or None) or 'nothing'}")
+    target = target_config(config)
+    client = connect(target)
+    if verify:
+        reader = open_reader(SinkConfig(kind="local", data_dir=local_data_dir(target.flink_base_url, None)), get_spark())
+        try:
+            report = verify_candidates(client, _graph(pipelines), target.env_name, reader)
+        finally:
+            reader.close()
+        if report.problems:
+            typer.echo("not promoted:\n  " + "\n  ".join(report.problems), err=True)
+            raise SystemExit(1)
+    typer.echo(f"promoted: {promote_versions(client, tables or None) or 'nothing'}")
 
 
 @app.command()

@@ -7,7 +7,7 @@ from dagster import Definitions
 from shift_left_dagster.defs.assets import FlinkProject, FlinkTranslator, default_pipelines_dir, flink_assets
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
 from shift_left_dagster.defs.partitions import PartitionsConfig
-from shift_left_dagster.defs.promotion import promote_job, rollback_job
+from shift_left_dagster.defs.promotion import promotion_jobs
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import git_sensor
 
@@ -30,7 +30,7 @@ def build_flink_definitions(
     return Definitions(
         assets=flink_assets(project, translator, partitions=partitions),
         sensors=[git_sensor(project, translator.get_asset_key)],
-        jobs=[promote_job, rollback_job],
+        jobs=promotion_jobs(project),
         resources=flink_resources(resource),
     )
 

@@ -21,7 +21,8 @@ from shift_left_dagster.defs.assets import FlinkProject, flink_assets
 from shift_left_dagster.defs.definitions import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
-from shift_left_dagster.deploy.bluegreen import promote, rollback
+from shift_left_dagster.defs.promotion import promotion_jobs
+from shift_left_dagster.deploy.bluegreen import rollback
 from shift_left_dagster.local.process import InProcessService
 from tests.integration import expected_p1
 from tests.integration.support import PROJECT, client_for, quiesce, seed_rows, select, wired
@@ -95,8 +96,15 @@ def test_blue_green_deploy_check_promote_then_rollback(service, tmp_path):  # ty
     assert select(client, "SELECT * FROM fct_order_v2") == expected_fct("ANONYMOUS")
     assert select(client, "SELECT order_id FROM fct_order_v2") == select(client, "SELECT order_id FROM fct_order")
 
-    # Promote: the candidates serve, the old statements are gone (their tables are kept).
-    assert promote(client) == {"fct_order": 2, "int_table_1": 2}
+    # Promote through the Dagster job: it verifies the candidates (checks, same keys), then promotes.
+    promote_job = next(j for j in promotion_jobs(FlinkProject(repo / "pipelines")) if j.name == "promote_flink_versions")
+    promoted_run = promote_job.execute_in_process(
+        resources=flink_resources(ConfluentFlinkResource(mode="local", local_url=service.url)), instance=instance)
+    assert promoted_run.success
+    messages = [r.user_message for r in instance.all_logs(promoted_run.run_id)]
+    assert any("'fct_order': {'only_old': 0, 'only_new': 0}" in m and "'int_table_1': {'only_old': 0" in m
+               for m in messages), messages
+    assert any("promoted: {'fct_order': 2, 'int_table_1': 2}" in m for m in messages)
     running = serving(client)
     assert not [n for n in green if n.endswith(("-int-table-1", "-fct-order")) and n in running]
     assert {n for n in running if n.endswith("-v2")} == {"local-p1-dml-int-table-1-v2", "local-p1-dml-fct-order-v2"}

@@ -1,0 +1,61 @@
+"""Whether blue/green candidate versions may be promoted: their checks pass and they hold the same keys.
+
+Run before promotion; nothing is promoted unless every problem list is empty.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from shift_left_dagster.checks.models import CheckOutcome, ChecksSettings
+from shift_left_dagster.checks.readers import SinkReader
+from shift_left_dagster.checks.runner import find_dml_statements, run_checks
+from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.deploy.bluegreen import candidate_versions, current_versions
+from shift_left_dagster.deploy.executor import live_statements
+from shift_left_dagster.deploy.naming import versioned_name
+from shift_left_dagster.project.graph import ProjectGraph
+
+
+class CandidateReport(BaseModel):
+    candidates: dict[str, int] = Field(default_factory=dict)  # table -> candidate version
+    outcomes: list[CheckOutcome] = Field(default_factory=list)
+    key_differences: dict[str, dict[str, int]] = Field(default_factory=dict)  # table -> only_old/only_new
+    problems: list[str] = Field(default_factory=list)
+
+    @property
+    def promotable(self) -> bool:
+        return bool(self.candidates) and not self.problems
+
+
+def verify_candidates(
+    client: ConfluentClient,
+    graph: ProjectGraph,
+    environment: str,
+    reader: SinkReader,
+    settings: ChecksSettings | None = None,
+    require_same_keys: bool = True,
+) -> CandidateReport:
+    """Checks of every candidate version (as deployed), and its keys against the serving version's."""
+    live = live_statements(client)
+    candidates = {t: v for t, v in candidate_versions(live).items() if t in graph.tables}
+    serving = current_versions(live)
+    report = CandidateReport(candidates=candidates)
+    physical = {table: versioned_name(table, version) for table, version in candidates.items()}
+    tables = [graph.tables[name] for name in graph.sorted_subset(candidates)]
+    statements = find_dml_statements(client, tables, environment, physical)
+    report.outcomes = run_checks(tables, reader, statements, settings or ChecksSettings(), physical=physical)
+    report.problems += [f"{o.table} v{candidates[o.table]}: {o.check.value} failed: {o.message}"
+                        for o in report.outcomes if not o.passed]
+    for table in tables:
+        if not table.primary_key:
+            continue
+        key = [f"`{k}`" for k in table.primary_key]
+        old = reader.rows(versioned_name(table.name, serving[table.name])).select(*key).distinct()
+        new = reader.rows(physical[table.name]).select(*key).distinct()
+        difference = {"only_old": old.subtract(new).count(), "only_new": new.subtract(old).count()}
+        report.key_differences[table.name] = difference
+        if require_same_keys and any(difference.values()):
+            report.problems.append(f"{table.name} v{candidates[table.name]}: keys differ from the serving "
+                                   f"version ({difference['only_old']} lost, {difference['only_new']} new)")
+    return report
