@@ -6,6 +6,7 @@ Imports stay light (no Dagster, no Spark) so project commands start fast.
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Optional
@@ -188,11 +189,15 @@ def promote(
     from shift_left_dagster.checks.candidates import verify_candidates
     from shift_left_dagster.checks.readers import SinkConfig, open_reader
     from shift_left_dagster.deploy.bluegreen import promote as promote_versions
-    from shift_left_dagster.deploy.target import connect, local_data_dir, target_config
+    from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
     from shift_left_dagster.local.spark import get_spark
 
     target = target_config(config)
     client = connect(target)
+    if verify and resolve_mode("auto", os.environ) == "cloud":
+        typer.echo("error: the CLI verifies candidates on the local service only; use the promote_flink_versions "
+                   "job (with the checks resource's sink settings) or --no-verify", err=True)
+        raise SystemExit(2)
     if verify:
         reader = open_reader(SinkConfig(kind="local", data_dir=local_data_dir(target.flink_base_url, None)), get_spark())
         try:
