@@ -58,7 +58,6 @@ class LocalData:
     """Tables, current rows, expected rows and progress of one local service's data dir."""
 
     def __init__(self, data_dir: Path, spark: SparkSession) -> None:
-        self.data_dir = data_dir
         self.store = ReadOnlyStore(data_dir / "service.db")
         self.logs = TableLogs(data_dir / "tables", spark, self.store)
         self.jobs = Jobs(spark, self.store, self.logs)
