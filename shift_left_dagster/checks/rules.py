@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from shift_left_dagster.confluent.models import Phase, Statement
-from shift_left_dagster.local.jobs import _same
+from shift_left_dagster.local.jobs import same_value
 from shift_left_dagster.local.types import UnsupportedType, spark_type_of
 from shift_left_dagster.project.analysis import Column as DdlColumn
 
@@ -69,7 +69,7 @@ def _by_key(expected: DataFrame, actual: DataFrame, key: Sequence[str], samples:
     joined = e.join(a, on=on, how="full_outer")
     in_e, in_a = F.col("__sl_e").isNotNull(), F.col("__sl_a").isNotNull()
     values = [c for c in columns if c not in key]
-    differs = {c: in_e & in_a & ~_same(F.col(f"e{index[c]}"), F.col(f"a{index[c]}"), types[c]) for c in values}
+    differs = {c: in_e & in_a & ~same_value(F.col(f"e{index[c]}"), F.col(f"a{index[c]}"), types[c]) for c in values}
     any_differs = F.lit(False)
     for condition in differs.values():
         any_differs = any_differs | condition

@@ -195,7 +195,7 @@ class Jobs:
             if state.runs and not read & fresh:
                 continue
             result = self.bind(job, sink.query, state, upper, incremental=sink.incremental)
-            records = self._shape(result, sink, incremental=sink.incremental)
+            records = self.shape(result, sink, incremental=sink.incremental)
             if sink.incremental:
                 order = [F.col(HIDDEN_SEQ)] if sink.table.upsert else None
                 batch = self.logs.write(sink.table, records, job.name, order_by=order, recomputable=True)
@@ -241,7 +241,7 @@ class Jobs:
         progress = next(p for p in state.sources.values() if p.table_uid == uid)
         return any(end > progress.next.get(p, 0) for p, end in ends.items())
 
-    def _shape(self, result: DataFrame, sink: Sink, *, incremental: bool) -> DataFrame:
+    def shape(self, result: DataFrame, sink: Sink, *, incremental: bool) -> DataFrame:
         """The query's columns by position -> the sink's stored columns (cast), $rowtime and $op."""
         fields = result.schema.fields
         data = [f.name for f in fields if f.name not in HIDDEN]
@@ -285,7 +285,7 @@ class Jobs:
         joined = n.join(o, on=[F.col(f"n.`{k}`") == F.col(f"o.`{k}`") for k in keys], how="full_outer")
         in_new = F.col(f"n.`{keys[0]}`").isNotNull()
         in_old = F.col(f"o.`{keys[0]}`").isNotNull()
-        same = [_same(F.col(f"n.`{c.name}`"), F.col(f"o.`{c.name}`"), spark_type_of(c.type))
+        same = [same_value(F.col(f"n.`{c.name}`"), F.col(f"o.`{c.name}`"), spark_type_of(c.type))
                 for c in table.stored_columns if c.name not in keys]
         unchanged = in_new & in_old
         for condition in same:
@@ -295,7 +295,7 @@ class Jobs:
         return joined.where(~unchanged).select(*pick, op.cast("tinyint").alias(OP))
 
 
-def _same(left: Column, right: Column, kind: T.DataType) -> Column:
+def same_value(left: Column, right: Column, kind: T.DataType) -> Column:
     """Null-safe equality; MAP values compare as JSON (Spark can not compare maps)."""
     if any(isinstance(t, T.MapType) for t in _types(kind)):
         return F.to_json(F.struct(left)).eqNullSafe(F.to_json(F.struct(right)))

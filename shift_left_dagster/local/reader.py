@@ -137,7 +137,7 @@ class LocalData:
         # like TableViews.state, the latest record per key (upsert) or the inserted records.
         incremental = sink.incremental
         result = self.jobs.bind(job, sink.query, window, upper, incremental=incremental)
-        shaped = self.jobs._shape(result, sink, incremental=incremental)  # the engine's mapping onto the sink
+        shaped = self.jobs.shape(result, sink, incremental=incremental)  # the engine's mapping onto the sink
         stored = [F.col(f"`{c.name}`") for c in sink.table.stored_columns]
         op = F.col(f"`{OP}`")
         if not incremental:
