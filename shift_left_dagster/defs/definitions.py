@@ -10,6 +10,7 @@ from shift_left_dagster.defs.partitions import PartitionsConfig
 from shift_left_dagster.defs.promotion import promotion_jobs
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import git_sensor
+from shift_left_dagster.project.inventory import paused_gc
 
 
 def flink_resources(confluent: ConfluentFlinkResource | None = None) -> dict[str, object]:
@@ -24,7 +25,21 @@ def build_flink_definitions(
     resource: ConfluentFlinkResource | None = None,
     partitions: PartitionsConfig | None = None,
 ) -> Definitions:
-    """The plain Python builder: a project folder -> Definitions (the YAML component uses it too)."""
+    """The plain Python builder: a project folder -> Definitions (the YAML component uses it too).
+
+    Built with the cycle collector paused: thousands of specs are allocated at once and none form
+    garbage cycles, so one collection afterwards replaces dozens of full rescans.
+    """
+    with paused_gc():
+        return _build(pipelines_dir, translator, resource, partitions)
+
+
+def _build(
+    pipelines_dir: str | None,
+    translator: FlinkTranslator | None,
+    resource: ConfluentFlinkResource | None,
+    partitions: PartitionsConfig | None,
+) -> Definitions:
     project = FlinkProject(pipelines_dir or default_pipelines_dir())
     translator = translator or FlinkTranslator()
     return Definitions(
