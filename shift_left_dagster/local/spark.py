@@ -30,11 +30,15 @@ def get_spark() -> SparkSession:
 
 
 def _build() -> SparkSession:
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the JVM's own address choice, before any config
     java_options = os.environ.get(SPARK_JAVA_OPTIONS_ENV, FAST_START_JAVA_OPTIONS)
     builder = (
         SparkSession.builder.master(os.environ.get(SPARK_MASTER_ENV, "local[*]"))
         .appName("shift-left-dagster-local")
         .config("spark.ui.enabled", "false")
+        # Nothing of ours listens beyond this machine: the driver's ports bind to loopback too.
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
