@@ -29,7 +29,7 @@ from dagster import (
 from pydantic import Field
 
 from shift_left_dagster.checks import ChecksSettings
-from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource, check_specs, evaluate_asset_checks
+from shift_left_dagster.defs.checks import FlinkChecksResource, RunChecks, SparkResource, check_specs
 from shift_left_dagster.defs.partitions import PartitionsConfig, reaches_open_partition
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
@@ -189,23 +189,22 @@ def flink_assets(
                           + "; ".join(lost))
         executor = PlanExecutor(client, graph, max_parallel=confluent.max_parallel,
                                 timeout=confluent.statement_timeout_seconds)
-        for result in executor.run(plan):
-            table = result.step.table
-            if table not in selected:
-                if table:
-                    context.log.info(f"{result.step.action.value} {table}: {result.step.reason}")
-                continue
-            yield MaterializeResult(asset_key=translator.get_asset_key(table), metadata=step_metadata(result))
-            evaluated = evaluate_asset_checks(
-                [graph.tables[table]], client=client, env_name=target.env_name, checks=checks, confluent=confluent,
-                spark=spark, asset_key=translator.get_asset_key, selected=context.selected_asset_check_keys,
-                physical_names=options.physical_names)
-            yield from evaluated.results
-            if evaluated.failed_blocking:
-                failed = ", ".join(key.name for key in evaluated.failed_blocking)
-                skipped = executor.block_descendants(table, f"blocking check {failed} failed on {table}")
-                context.log.warning(f"blocking check {failed} failed on {table}: not deploying "
-                                    f"{', '.join(skipped) or 'anything downstream'} in this run")
+        with RunChecks(client=client, env_name=target.env_name, checks=checks, confluent=confluent, spark=spark,
+                       asset_key=translator.get_asset_key, selected=context.selected_asset_check_keys) as run_checks:
+            for result in executor.run(plan):
+                table = result.step.table
+                if table not in selected:
+                    if table:
+                        context.log.info(f"{result.step.action.value} {table}: {result.step.reason}")
+                    continue
+                yield MaterializeResult(asset_key=translator.get_asset_key(table), metadata=step_metadata(result))
+                evaluated = run_checks.evaluate([graph.tables[table]], options.physical_names)
+                yield from evaluated.results
+                if evaluated.failed_blocking:
+                    failed = ", ".join(key.name for key in evaluated.failed_blocking)
+                    skipped = executor.block_descendants(table, f"blocking check {failed} failed on {table}")
+                    context.log.warning(f"blocking check {failed} failed on {table}: not deploying "
+                                        f"{', '.join(skipped) or 'anything downstream'} in this run")
 
     return [deploy_flink_tables, *(translator.get_external_asset_spec(e) for e in externals)]
 

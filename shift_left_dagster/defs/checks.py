@@ -1,5 +1,5 @@
 """Asset checks of Flink tables in Dagster: their specs, their configuration, the run's Spark, and
-the one call the deploying op makes to evaluate the checks of the tables it just deployed.
+the run-scoped `RunChecks` the deploying op uses to check each table it just deployed.
 
 (No `from __future__ import annotations`: Dagster reads resource field annotations at runtime.)
 """
@@ -26,6 +26,7 @@ from shift_left_dagster.checks import (
     CheckOutcome,
     ChecksSettings,
     SinkConfig,
+    SinkReader,
     applicable,
     find_dml_statements,
     open_reader,
@@ -105,39 +106,42 @@ class ChecksRun:
     failed_blocking: list[AssetCheckKey] = field(default_factory=list)
 
 
-def evaluate_asset_checks(
-    tables: Sequence[FlinkTable],
-    *,
-    client: ConfluentClient,
-    env_name: str,
-    checks: FlinkChecksResource,
-    confluent: ConfluentFlinkResource,
-    spark: SparkResource,
-    asset_key: Callable[[str], AssetKey],
-    selected: Collection[AssetCheckKey] | None = None,
-    physical_names: Mapping[str, str] | None = None,
-) -> ChecksRun:
-    """Run the checks of `tables` (those in `selected`, when given) and turn them into Dagster results.
+class RunChecks:
+    """The checks of one run: one sink reader (opened on the first check: a run without checks never
+    starts Spark) and one resolved configuration, reused for every table the run deploys."""
 
-    Spark starts only when at least one check is to run; the reader is closed before returning.
-    """
-    settings = checks.settings()
-    names = {asset_key(t.name): t.name for t in tables}
-    only = None if selected is None else {(names[k.asset_key], CheckName(k.name)) for k in selected
-                                          if k.asset_key in names}
-    wanted = [t for t in tables if any(c in settings.enabled and (only is None or (t.name, c) in only)
-                                       for c in applicable(t))]
-    if not wanted:
-        return ChecksRun()
-    statements = find_dml_statements(client, wanted, env_name, physical_names)
-    reader = open_reader(checks.sink_config(confluent), spark.get_session())
-    try:
-        outcomes = run_checks(wanted, reader, statements, settings, only, physical_names)
-    finally:
-        reader.close()
-    results = [asset_check_result(asset_key(o.table), o) for o in outcomes]
-    failed = [AssetCheckKey(asset_key(o.table), o.check.value) for o in outcomes if o.blocking and not o.passed]
-    return ChecksRun(results=results, failed_blocking=failed)
+    def __init__(self, *, client: ConfluentClient, env_name: str, checks: FlinkChecksResource,
+                 confluent: ConfluentFlinkResource, spark: SparkResource, asset_key: Callable[[str], AssetKey],
+                 selected: Collection[AssetCheckKey] | None = None) -> None:
+        self.client, self.env_name, self.asset_key, self.selected = client, env_name, asset_key, selected
+        self.settings = checks.settings()
+        self._open = lambda: open_reader(checks.sink_config(confluent), spark.get_session())
+        self._reader: SinkReader | None = None
+
+    def __enter__(self) -> "RunChecks":
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self._reader is not None:
+            self._reader.close()
+
+    def evaluate(self, tables: Sequence[FlinkTable], physical_names: Mapping[str, str] | None = None) -> ChecksRun:
+        """Run the checks of `tables` (those selected) and turn them into Dagster results."""
+        names = {self.asset_key(t.name): t.name for t in tables}
+        only = None if self.selected is None else {(names[k.asset_key], CheckName(k.name)) for k in self.selected
+                                                   if k.asset_key in names}
+        wanted = [t for t in tables if any(c in self.settings.enabled and (only is None or (t.name, c) in only)
+                                           for c in applicable(t))]
+        if not wanted:
+            return ChecksRun()
+        statements = find_dml_statements(self.client, wanted, self.env_name, physical_names)
+        if self._reader is None:
+            self._reader = self._open()
+        outcomes = run_checks(wanted, self._reader, statements, self.settings, only, physical_names)
+        results = [asset_check_result(self.asset_key(o.table), o) for o in outcomes]
+        failed = [AssetCheckKey(self.asset_key(o.table), o.check.value)
+                  for o in outcomes if o.blocking and not o.passed]
+        return ChecksRun(results=results, failed_blocking=failed)
 
 
 def asset_check_result(key: AssetKey, outcome: CheckOutcome) -> AssetCheckResult:
