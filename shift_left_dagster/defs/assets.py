@@ -221,6 +221,16 @@ def deploy_commit(context, project, graph, client, target, selected, translator)
             yield MaterializeResult(asset_key=translator.get_asset_key(step.table), metadata={
                 "action": step.action, "deployed_as": step.physical, "reason": step.reason,
                 "statements": MetadataValue.json(step.statements), "commit": until})
+    if plan.added:  # new tables have no serving version: an ordinary plan deploys them
+        live = live_statements(client)
+        options = PlanOptions(environment=target.env_name, compute_pool_id=target.flink.compute_pool_id,
+                              physical_names=physical_names(current_versions(live)))
+        for result in PlanExecutor(client, graph).run(build_plan(graph, plan.added, live, options)):
+            if result.step.table in selected:
+                yield MaterializeResult(asset_key=translator.get_asset_key(result.step.table),
+                                        metadata={**step_metadata(result), "commit": until})
+    if plan.removed:
+        context.log.warning(f"tables removed from git are left deployed (undeploy is manual): {plan.removed}")
 
 
 def step_metadata(result: StepResult) -> dict[str, object]:
