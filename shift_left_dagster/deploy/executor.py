@@ -89,12 +89,15 @@ class PlanExecutor:
         self.start_at: datetime | None = None
         self.physical_names: dict[str, str] = {}
         self.blocked: dict[str, str] = {}  # table -> why its step is skipped
+        self.recreated: set[str] = set()
 
     def run(self, plan: DeploymentPlan) -> Iterator[StepResult]:
         """Execute the plan; yield each step's result as it finishes. Raises DeploymentFailed."""
         self.start_at = plan.options.start_at
         self.physical_names = plan.options.physical_names
         self.blocked: dict[str, str] = {}
+        # A recreated table is a new topic: offsets carried from its old topic would skip its new records.
+        self.recreated = {s.table for s in plan.steps if s.table and s.action in (Action.DEPLOY, Action.RESTART)}
         pending = {step.index: step for step in plan.steps}
         done: set[int] = set()
         running: dict[Future, PlanStep] = {}
@@ -212,7 +215,8 @@ class PlanExecutor:
         if offsets:
             # latest_offsets are keyed by topic = the physical table name
             logical = {v: k for k, v in self.physical_names.items()}
-            offsets = {logical.get(topic, topic): o for topic, o in offsets.items()}
+            offsets = {logical.get(topic, topic): o for topic, o in offsets.items()
+                       if logical.get(topic, topic) not in self.recreated}
             sql = with_source_options(sql, {topic: specific_offsets_options(o) for topic, o in offsets.items()})
         elif self.start_at is not None:
             sql = with_source_options(sql, {name: window_options(self.start_at, None) for name in table.tables_read})

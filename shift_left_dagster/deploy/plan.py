@@ -195,7 +195,8 @@ class _Planner:
             return Action.RESTART, f"may-start-children: restarted because {parent} is recreated"
         if self.graph.tables[child].state_form == StateForm.STATEFUL:
             return Action.RESTART, f"stateful child of recreated {parent}: table recreated, reprocessed from earliest"
-        return Action.CARRY_OVER, f"stateless child of recreated {parent}: stopped and resumed from its offsets"
+        return Action.CARRY_OVER, (f"stateless child of recreated {parent}: stopped and resumed from its offsets "
+                                   f"(from earliest on {parent}'s new topic)")
 
     # -- steps ----------------------------------------------------------------------------
 
