@@ -72,17 +72,19 @@ PlanFlags = tuple[bool, bool, bool]
 
 
 def _plan(table: str, pipelines: Path | None, config_file: Path | None, flags: PlanFlags):
+    from shift_left_dagster.deploy.bluegreen import plan_options
     from shift_left_dagster.deploy.executor import live_statements
-    from shift_left_dagster.deploy.plan import PlanOptions, build_plan
+    from shift_left_dagster.deploy.plan import build_plan
     from shift_left_dagster.deploy.target import connect, target_config
 
     graph = _graph(pipelines)
     config = target_config(config_file)
     client = connect(config)
+    live = live_statements(client)
     dml_only, may_start_children, force_sources = flags
-    options = PlanOptions(environment=config.env_name, compute_pool_id=config.flink.compute_pool_id,
-                          dml_only=dml_only, may_start_children=may_start_children, force_sources=force_sources)
-    return graph, client, build_plan(graph, [table], live_statements(client), options)
+    options = plan_options(config, live, dml_only=dml_only, may_start_children=may_start_children,
+                           force_sources=force_sources)
+    return graph, client, build_plan(graph, [table], live, options)
 
 
 @app.command()
@@ -246,9 +248,8 @@ def check(
     from shift_left_dagster.local.spark import get_spark
 
     graph = _graph(pipelines)
-    unknown = [t for t in tables if t not in graph.tables]
-    if unknown:
-        raise ProjectError([f"unknown table {t!r}: not defined under {graph.inventory.root}/pipelines" for t in unknown])
+    for table in tables:
+        graph.require(table)
     if sink_path is None and resolve_mode("auto", os.environ) == "cloud":
         raise typer.BadParameter("Confluent Cloud sinks are read from landed files: pass --sink-path", param_hint="--sink-path")
     target = target_config(config, local_url=url, local_data_dir=str(data_dir) if data_dir else None)

@@ -34,10 +34,10 @@ from shift_left_dagster.defs.partitions import PartitionsConfig, reaches_open_pa
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
 from shift_left_dagster.deploy.backfill import partial_history_loss, run_backfill
-from shift_left_dagster.deploy.bluegreen import current_versions, deploy_blue_green, physical_names, plan_blue_green
+from shift_left_dagster.deploy.bluegreen import current_versions, deploy_blue_green, plan_blue_green, plan_options
 from shift_left_dagster.deploy.changes import detect_changes, repository_of
 from shift_left_dagster.deploy.executor import PlanExecutor, StepResult, live_statements
-from shift_left_dagster.deploy.plan import PlanOptions, build_plan, render_plan
+from shift_left_dagster.deploy.plan import build_plan, render_plan
 from shift_left_dagster.deploy.seeds import seed_raw_topics
 from shift_left_dagster.deploy.target import connect
 from shift_left_dagster.project.graph import ProjectGraph
@@ -175,12 +175,9 @@ def flink_assets(
                     "window": f"[{done.start.isoformat()}, {done.end.isoformat()})"})
             return
         live = live_statements(client)
-        options = PlanOptions(
-            environment=target.env_name, compute_pool_id=target.flink.compute_pool_id,
-            dml_only=config.dml_only, force_sources=config.force_sources,
-            may_start_children=config.may_start_children, start_at=window.start if window else None,
-            physical_names=physical_names(current_versions(live)),
-        )
+        options = plan_options(target, live, dml_only=config.dml_only, force_sources=config.force_sources,
+                               may_start_children=config.may_start_children,
+                               start_at=window.start if window else None)
         plan = build_plan(graph, selected, live, options)
         context.log.info(render_plan(plan))
         lost = partial_history_loss(graph, plan, partitions_def.start) if partitions_def else []
@@ -223,8 +220,7 @@ def deploy_commit(context, project, graph, client, target, selected, translator)
                 "statements": MetadataValue.json(step.statements), "commit": until})
     if plan.added:  # new tables have no serving version: an ordinary plan deploys them
         live = live_statements(client)
-        options = PlanOptions(environment=target.env_name, compute_pool_id=target.flink.compute_pool_id,
-                              physical_names=physical_names(current_versions(live)))
+        options = plan_options(target, live)
         for result in PlanExecutor(client, graph).run(build_plan(graph, plan.added, live, options)):
             if result.step.table in selected:
                 yield MaterializeResult(asset_key=translator.get_asset_key(result.step.table),

@@ -18,8 +18,9 @@ from shift_left_dagster.confluent.models import Phase
 from shift_left_dagster.deploy.changes import Category, TableChange
 from shift_left_dagster.deploy.executor import PlanExecutor, live_statements, statement_labels
 from shift_left_dagster.deploy.naming import statement_name, versioned_name
-from shift_left_dagster.deploy.plan import LIVE_PHASES, Action, LiveStatement, PlanStep
+from shift_left_dagster.deploy.plan import LIVE_PHASES, Action, LiveStatement, PlanOptions, PlanStep
 from shift_left_dagster.deploy.rewrite import rename_tables
+from shift_left_dagster.project.config import FlinkProjectConfig
 from shift_left_dagster.project.graph import ProjectGraph
 
 class VersionedTable(BaseModel):
@@ -113,6 +114,12 @@ def candidate_versions(live: dict[str, LiveStatement]) -> dict[str, int]:
 
 def physical_names(versions: dict[str, int]) -> dict[str, str]:
     return {table: versioned_name(table, version) for table, version in versions.items()}
+
+
+def plan_options(config: FlinkProjectConfig, live: dict[str, LiveStatement], **flags: object) -> PlanOptions:
+    """Plan options for an environment as it runs now: its name, its pool, the versions that serve."""
+    return PlanOptions(environment=config.env_name, compute_pool_id=config.flink.compute_pool_id,
+                       physical_names=physical_names(current_versions(live)), **flags)
 
 
 class BlueGreenStep(BaseModel):

@@ -95,7 +95,7 @@ def build_plan(
     options = options or PlanOptions()
     planner = _Planner(graph, live, options)
     for target in sorted(set(targets)):
-        graph._require(target)
+        graph.require(target)
     decisions = planner.decide(sorted(set(targets)))
     return DeploymentPlan(targets=sorted(set(targets)), options=options, steps=planner.steps(decisions))
 

@@ -58,7 +58,7 @@ class ProjectGraph:
 
     def ancestors(self, name: str) -> list[str]:
         """All tables `name` depends on, depth-first, parents before their children."""
-        self._require(name)
+        self.require(name)
         seen: set[str] = set()
         result: list[str] = []
 
@@ -74,7 +74,7 @@ class ProjectGraph:
 
     def descendants(self, name: str) -> list[str]:
         """All tables that depend on `name`, breadth-first."""
-        self._require(name)
+        self.require(name)
         seen = {name}
         result: list[str] = []
         queue = deque([name])
@@ -91,7 +91,7 @@ class ProjectGraph:
         wanted = set(names)
         return [name for name in self.order if name in wanted]
 
-    def _require(self, name: str) -> None:
+    def require(self, name: str) -> None:
         if name not in self.tables:
             raise ProjectError([f"unknown table {name!r}: not defined under {self.inventory.root}/pipelines"])
 

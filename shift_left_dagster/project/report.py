@@ -62,7 +62,7 @@ def hierarchy(graph: ProjectGraph, name: str, with_children: bool = False) -> di
 
     With `with_children`, children are expanded recursively too.
     """
-    graph._require(name)
+    graph.require(name)
 
     def up(table: str) -> dict[str, Any]:
         node = _node(graph, table)
