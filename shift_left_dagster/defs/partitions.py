@@ -7,7 +7,6 @@ range runs bounded backfill statements over exactly that window.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from dagster import (
@@ -38,7 +37,3 @@ class PartitionsConfig(BaseModel):
 def reaches_open_partition(partitions: TimeWindowPartitionsDefinition, window: TimeWindow) -> bool:
     last = partitions.get_last_partition_window()
     return last is not None and window.end >= last.end
-
-
-def first_start(partitions: TimeWindowPartitionsDefinition) -> datetime:
-    return partitions.start
