@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from sqlglot import exp
 
 from shift_left_dagster.local.catalog import TableDef, TableError, TableId, column_def, resolve, table_from_create
+from shift_left_dagster.local.like import like_clause, table_like
+from shift_left_dagster.local.options import check_options
 from shift_left_dagster.local.storage import TableLogs, drop_table
 from shift_left_dagster.local.store import Store
 from shift_left_dagster.project.parsing import Statement, to_flink_sql
@@ -33,6 +35,9 @@ class Ddl:
     def create(self, statement: Statement, properties: Mapping[str, str], query_table: TableDef | None = None) -> TableDef:
         """CREATE TABLE [IF NOT EXISTS]; for CREATE TABLE AS, `query_table` carries the query's columns."""
         create = statement.tree
+        if create.kind == "CATALOG":
+            raise TableError("CREATE CATALOG is not supported: on Confluent Cloud a catalog is an environment, "
+                             "created outside Flink SQL (the local service has one, 'sql.current-catalog')")
         if create.kind != "TABLE":
             raise TableError(f"CREATE {create.kind} is not supported by the local service (only CREATE TABLE)")
         target = create.this.this if isinstance(create.this, exp.Schema) else create.this
@@ -42,8 +47,16 @@ class Ddl:
             if create.args.get("exists"):
                 return existing
             raise TableError(f"Table {table_id} already exists.")
-        columns = query_table.columns if query_table else []
-        table = table_from_create(statement, uuid.uuid4().hex, table_id, columns)
+        like = like_clause(create)
+        if like is not None:
+            source = self.store.table(resolve(like.this, properties))
+            if source is None:
+                raise TableError(f"Source table '{like.this.name}' of the LIKE clause not found.")
+            table = table_like(statement, uuid.uuid4().hex, table_id, source)
+        else:
+            columns = query_table.columns if query_table else []
+            table = table_from_create(statement, uuid.uuid4().hex, table_id, columns)
+        check_options(table.options)
         self.store.create_table(table)
         return table
 
@@ -68,6 +81,7 @@ class Ddl:
             if isinstance(action, exp.AlterSet) and all(isinstance(e, exp.EQ) for e in action.expressions):
                 for pair in action.expressions:
                     table.options[pair.left.name] = pair.right.name
+                check_options(table.options)
                 table.changelog_mode = table.options.get("changelog.mode", table.changelog_mode)
             elif isinstance(action, (exp.Schema, exp.ColumnDef)):
                 added = action.expressions if isinstance(action, exp.Schema) else [action]

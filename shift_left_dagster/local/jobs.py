@@ -13,14 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
 from shift_left_dagster.local.catalog import (
-    DELETE, INSERT, OP, ROWTIME, UPDATE_AFTER, ColumnDef, TableDef, TableId, resolve, table_from_create,
+    DELETE, INSERT, OP, ROWTIME, UPDATE_AFTER, UPDATE_BEFORE, ColumnDef, TableDef, TableId, resolve, table_from_create,
 )
+from shift_left_dagster.local.errors import flink_detail
 from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.storage import TableLogs
 from shift_left_dagster.local.store import Batch, RunState, SourceProgress, Store
@@ -30,6 +32,7 @@ from shift_left_dagster.local.views import TableViews
 from shift_left_dagster.project.analysis import state_reasons
 from shift_left_dagster.project.dialect import StatementSet
 from shift_left_dagster.project.parsing import Statement
+from shift_left_dagster.values import except_all, same_value
 
 MAX_RESULT_ROWS = 100_000
 
@@ -44,6 +47,8 @@ class Sink:
     query: SparkQuery
     target: list[str]  # stored columns receiving the query's columns, in order
     incremental: bool
+    compared: dict[str, list[str]] = field(default_factory=dict)  # upsert source view -> columns the query reads
+    before: str = "keep"  # how -U rows are written: keep (retract sink), drop or delete (upsert sink)
 
 
 @dataclass
@@ -55,6 +60,7 @@ class Job:
     create: Statement | None = None  # CREATE TABLE AS: the DDL to apply before the first run
     sources: dict[str, TableDef] = field(default_factory=dict)  # view -> table read
     options: dict[str, ScanOptions] = field(default_factory=dict)  # table uid -> how it is scanned
+    notes: list[str] = field(default_factory=list)  # what the local service ignored (query hints)
 
     @property
     def tables(self) -> list[TableDef]:
@@ -74,6 +80,24 @@ class Jobs:
     # --- compiling -------------------------------------------------------------------
 
     def compile(self, name: str, statement: Statement, properties: Mapping[str, str]) -> Job:
+        """The job of a query statement, analysed by Spark over empty inputs: whatever Spark can not
+        run fails here, when the statement is created, never on a later run."""
+        job = self._compile(name, statement, properties)
+        self.validate(job, statement)
+        return job
+
+    def validate(self, job: Job, statement: Statement) -> None:
+        views = {view: table.name for view, table in job.sources.items()}
+        try:
+            for sink in job.sinks:
+                frame = self.bind(job, sink.query, empty=True, incremental=sink.incremental)
+                _ = self.shape(frame, sink, incremental=sink.incremental).schema
+            if job.select is not None:
+                _ = self.bind(job, job.select, empty=True).schema
+        except PySparkException as error:
+            raise JobError(flink_detail(error, statement.sql, views)) from None
+
+    def _compile(self, name: str, statement: Statement, properties: Mapping[str, str]) -> Job:
         tree = statement.tree
         if isinstance(tree, exp.Query):
             job = Job(name=name, sql_kind="SELECT")
@@ -119,13 +143,15 @@ class Jobs:
         if insert.args.get("with"):
             query.set("with", insert.args["with"].copy())
         # VALUES has no input records to carry: it runs once, like a recomputed query without sources.
+        # Every other stateless query runs incrementally: over append and retract tables on their
+        # records, over upsert tables on what Flink's ChangelogNormalize makes of them.
         stateless = not isinstance(query, exp.Values) and not state_reasons(query)
         sink_query = self._translate(job, query, properties, incremental=stateless)
-        appends = all(not t.upsert and t.changelog_mode == "append"
-                      for v, t in job.sources.items() if v in {s.view for s in sink_query.scans})
-        if stateless and not appends:  # a stateless query over a changelog: recompute it instead
-            sink_query = self._translate(job, query, properties, incremental=False)
-        return Sink(table=table, query=sink_query, target=stored, incremental=stateless and appends)
+        sink = Sink(table=table, query=sink_query, target=stored, incremental=stateless)
+        upserts = [s.view for s in sink_query.scans if job.sources[s.view].upsert]
+        if stateless and upserts:
+            _normalized_sink(sink, job, query, upserts)
+        return sink
 
     def _translate(self, job: Job, query: exp.Expression, properties: Mapping[str, str], *,
                    incremental: bool) -> SparkQuery:
@@ -136,6 +162,7 @@ class Jobs:
             return [c.name for c in found.columns]
 
         translated = translate_query(query, columns_of, incremental=incremental)
+        job.notes += [note for note in translated.notes if note not in job.notes]
         for scan in translated.scans:
             table = self.store.table(resolve(scan.table, properties))
             if table is None:
@@ -164,17 +191,27 @@ class Jobs:
         return state
 
     def bind(self, job: Job, query: SparkQuery, state: RunState | None = None,
-             upper: dict[str, dict[int, int]] | None = None, incremental: bool = False) -> DataFrame:
-        """The query's DataFrame over its sources' views (all records when no range is given)."""
+             upper: dict[str, dict[int, int]] | None = None, incremental: bool = False,
+             empty: bool = False) -> DataFrame:
+        """The query's DataFrame over its sources' views (all records when no range is given,
+        none when `empty`)."""
         for scan in query.scans:
             table = job.sources[scan.view]
             progress = next((p for p in (state.sources.values() if state else []) if p.table_uid == table.uid), None)
             ranges = None
-            if progress is not None and upper is not None:
+            if empty:
+                ranges = {p: (0, 0) for p in range(table.partitions)}
+            elif progress is not None and upper is not None:
                 low = progress.next if incremental else progress.start
                 ranges = {p: (low.get(p, 0), upper[table.uid][p]) for p in range(table.partitions)}
             if scan.versioned:
                 frame = self.views.versions(table, ranges)
+            elif incremental and table.upsert:
+                history = None if ranges is None or progress is None else {
+                    p: (progress.start.get(p, 0), end) for p, (_low, end) in ranges.items()}
+                emit_from = None if ranges is None else {p: low for p, (low, _end) in ranges.items()}
+                frame = self.views.normalized(table, history if not empty else ranges, emit_from,
+                                              sink_compared(job, scan.view))
             elif incremental:
                 frame = self.views.changes(table, ranges)
             else:
@@ -197,7 +234,9 @@ class Jobs:
             result = self.bind(job, sink.query, state, upper, incremental=sink.incremental)
             records = self.shape(result, sink, incremental=sink.incremental)
             if sink.incremental:
-                order = [F.col(HIDDEN_SEQ)] if sink.table.upsert else None
+                records = _before_rows(records, sink.before)
+                # Source order kept (Flink keeps each partition's order): by offset, -U before its +U.
+                order = [F.col(HIDDEN_SEQ), F.col(f"`{OP}`")]
                 batch = self.logs.write(sink.table, records, job.name, order_by=order, recomputable=True)
             else:
                 batch = self.logs.write(sink.table, self._changelog(job.name, sink.table, records), job.name)
@@ -275,8 +314,9 @@ class Jobs:
         old = self.views.state(table, producer=producer).select(*[F.col(f"`{c}`") for c in stored + [ROWTIME]])
         if not table.upsert:
             plain = [F.col(f"`{c}`") for c in stored]
-            added = new.select(*plain).exceptAll(old.select(*plain))
-            removed = old.select(*plain).exceptAll(new.select(*plain))
+            declared = {c.name: c.type for c in table.stored_columns}
+            added = except_all(new.select(*plain), old.select(*plain), declared)
+            removed = except_all(old.select(*plain), new.select(*plain), declared)
             now = F.current_timestamp().alias(ROWTIME)
             return added.select("*", now, F.lit(INSERT).cast("tinyint").alias(OP)).unionByName(
                 removed.select("*", now, F.lit(DELETE).cast("tinyint").alias(OP)))
@@ -285,7 +325,7 @@ class Jobs:
         joined = n.join(o, on=[F.col(f"n.`{k}`") == F.col(f"o.`{k}`") for k in keys], how="full_outer")
         in_new = F.col(f"n.`{keys[0]}`").isNotNull()
         in_old = F.col(f"o.`{keys[0]}`").isNotNull()
-        same = [same_value(F.col(f"n.`{c.name}`"), F.col(f"o.`{c.name}`"), spark_type_of(c.type))
+        same = [same_value(F.col(f"n.`{c.name}`"), F.col(f"o.`{c.name}`"), spark_type_of(c.type), flink=c.type)
                 for c in table.stored_columns if c.name not in keys]
         unchanged = in_new & in_old
         for condition in same:
@@ -295,18 +335,40 @@ class Jobs:
         return joined.where(~unchanged).select(*pick, op.cast("tinyint").alias(OP))
 
 
-def same_value(left: Column, right: Column, kind: T.DataType) -> Column:
-    """Null-safe equality; MAP values compare as JSON (Spark can not compare maps)."""
-    if any(isinstance(t, T.MapType) for t in _types(kind)):
-        return F.to_json(F.struct(left)).eqNullSafe(F.to_json(F.struct(right)))
-    return left.eqNullSafe(right)
+
+def _normalized_sink(sink: Sink, job: Job, query: exp.Expression, upserts: list[str]) -> None:
+    """A stateless query over upsert tables: what Flink's planner makes of the changelog it writes.
+
+    An append sink can not take the updates ChangelogNormalize produces (Flink refuses the
+    statement). An upsert sink gets no -U unless the query filters (a filter needs -U to retract
+    a row it now drops; the sink writes it as a tombstone); a retract sink gets them all.
+    """
+    table = sink.table
+    if not table.upsert and table.changelog_mode == "append":
+        keys = ", ".join(job.sources[upserts[0]].primary_key)
+        raise JobError(f"Table sink '{table.id.catalog}.{table.id.database}.{table.name}' doesn't support "
+                       f"consuming update and delete changes which is produced by node "
+                       f"ChangelogNormalize(key=[{keys}])")
+    if table.upsert:
+        sink.before = "delete" if any(s.args.get("where") for s in query.find_all(exp.Select)) else "drop"
+    names = {c.name.lower() for c in query.find_all(exp.Column)}
+    star = any(True for _ in query.find_all(exp.Star))
+    for view in upserts:
+        source = job.sources[view]
+        sink.compared[view] = [c.name for c in source.columns if star or c.name.lower() in names] + (
+            [ROWTIME] if ROWTIME.lower() in names else [])
 
 
-def _types(kind: T.DataType) -> list[T.DataType]:
-    if isinstance(kind, T.ArrayType):
-        return [kind, *_types(kind.elementType)]
-    if isinstance(kind, T.MapType):
-        return [kind, *_types(kind.keyType), *_types(kind.valueType)]
-    if isinstance(kind, T.StructType):
-        return [kind, *[t for f in kind.fields for t in _types(f.dataType)]]
-    return [kind]
+def sink_compared(job: Job, view: str) -> list[str] | None:
+    """The columns ChangelogNormalize compares for an upsert source view (those the query reads)."""
+    return next((s.compared[view] for s in job.sinks if view in s.compared), None)
+
+
+def _before_rows(records: DataFrame, before: str) -> DataFrame:
+    """-U rows as the sink writes them: kept (retract), dropped, or as tombstones (upsert)."""
+    op = F.col(f"`{OP}`")
+    if before == "drop":
+        return records.where(op != UPDATE_BEFORE)
+    if before == "delete":
+        return records.withColumn(OP, F.when(op == UPDATE_BEFORE, F.lit(DELETE)).otherwise(op).cast("tinyint"))
+    return records

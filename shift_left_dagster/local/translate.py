@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.errors import ErrorLevel, UnsupportedError
 
 from shift_left_dagster.local.catalog import OFFSET, OP, ROWTIME
+from shift_left_dagster.local.functions import FUNCTIONS, UnknownFunction, translate_call, translate_typed
 from shift_left_dagster.project.dialect import OptionsHint, TableArgument
 from shift_left_dagster.project.parsing import FLINK
 
@@ -28,14 +30,9 @@ VALID_FROM, VALID_TO = "__sl_valid_from", "__sl_valid_to"
 
 WINDOW_TVFS = ("TUMBLE", "HOP", "CUMULATE")
 _MICROS = {"SECOND": 1_000_000, "MINUTE": 60_000_000, "HOUR": 3_600_000_000, "DAY": 86_400_000_000}
-_UNSUPPORTED_FUNCTIONS = {
-    "SESSION": "the SESSION window table function",
-    "MATCH_RECOGNIZE": "MATCH_RECOGNIZE",
-    "ML_PREDICT": "ML_PREDICT",
-    "ML_EVALUATE": "ML_EVALUATE",
-    "VECTOR_SEARCH": "VECTOR_SEARCH",
-    "SOURCE_WATERMARK": "SOURCE_WATERMARK()",
-}
+_UNSUPPORTED_FUNCTIONS = {name: fn.unsupported for name, fn in FUNCTIONS.items() if fn.unsupported}
+# Names Flink gives a derived table or a projection that has none (Spark's would differ).
+DERIVED = "EXPR$"
 
 
 class Unsupported(ValueError):
@@ -60,6 +57,7 @@ class Scan:
 class SparkQuery:
     sql: str
     scans: list[Scan] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the local service ignored (query hints)
 
 
 ColumnsOf = Callable[[exp.Table], list[str]]
@@ -73,17 +71,27 @@ def translate_query(query: exp.Expression, columns_of: ColumnsOf, *, incremental
     adds the hidden columns that carry each input record's op, time and offset.
     """
     tree = query.copy()
+    notes = _strip_query_hints(tree)
     _reject_unsupported(tree)
     if isinstance(tree, exp.Values):
         tree = _values_select(tree)
+    _name_derived(tree)
     ctes = {cte.alias_or_name: cte.this for cte in tree.find_all(exp.CTE)}
     _expand_window_tvfs(tree, columns_of, ctes)
     _expand_stars(tree, columns_of, ctes)
     scans = _replace_tables(tree, set(ctes))
-    tree = tree.transform(_rewrite_node)
+    tree = rewrite_bottom_up(tree)
     if incremental:
         _add_hidden_columns(tree, ctes={cte.alias_or_name: cte.this for cte in tree.find_all(exp.CTE)})
-    return SparkQuery(sql=tree.sql(dialect="spark", identify=True, comments=False), scans=scans)
+    return SparkQuery(sql=spark_sql(tree), scans=scans, notes=notes)
+
+
+def spark_sql(tree: exp.Expression) -> str:
+    """The Spark SQL text; a construct sqlglot can not write for Spark fails here, not in Spark."""
+    try:
+        return tree.sql(dialect="spark", identify=True, comments=False, unsupported_level=ErrorLevel.RAISE)
+    except UnsupportedError as error:
+        raise Unsupported(str(error).splitlines()[0].rstrip("."), line_of(tree)) from None
 
 
 def line_of(node: exp.Expression) -> int:
@@ -93,6 +101,40 @@ def line_of(node: exp.Expression) -> int:
         if line:
             return int(line)
     return 1
+
+
+# --- query hints ------------------------------------------------------------------------------
+
+
+def _strip_query_hints(tree: exp.Expression) -> list[str]:
+    """`SELECT /*+ STATE_TTL(...) */`, join and LOOKUP hints: planner advice with no effect on the
+    result of a local run. They are removed (never passed to Spark) and noted. OPTIONS hints are
+    table hints, honoured where the table is read."""
+    notes: list[str] = []
+    for select in list(tree.find_all(exp.Select)):
+        hint = select.args.get("hint")
+        if hint is None:
+            continue
+        names = [h.name.upper() if isinstance(h, exp.Func) else h.sql() for h in hint.expressions]
+        select.set("hint", None)  # (its tokens come from a comment: their lines are not the statement's)
+        notes.append(f"line {line_of(select)}: query hint {', '.join(names)} ignored by the local service")
+    return notes
+
+
+# --- derived names ----------------------------------------------------------------------------
+
+
+def _name_derived(tree: exp.Expression) -> None:
+    """Name what Flink names implicitly: a derived table without alias, and a projection that is
+    neither a column nor aliased (EXPR$n), so `*` over it and the result columns have Flink's names."""
+    numbers = itertools.count()
+    for subquery in list(tree.find_all(exp.Subquery)):
+        if isinstance(subquery.parent, (exp.From, exp.Join)) and not subquery.alias:
+            subquery.set("alias", exp.TableAlias(this=exp.to_identifier(f"{DERIVED}{next(numbers)}")))
+    for select in list(tree.find_all(exp.Select)):
+        for index, item in enumerate(select.expressions):
+            if not isinstance(item, (exp.Alias, exp.Column, exp.Star, exp.Dot)):
+                item.replace(exp.alias_(item.copy(), f"{DERIVED}{index}", quoted=True))
 
 
 # --- rejection ------------------------------------------------------------------------------
@@ -154,20 +196,24 @@ def _expand_window_tvfs(tree: exp.Expression, columns_of: ColumnsOf, ctes: dict[
         inner_source.set("alias", exp.TableAlias(this=exp.to_identifier("__sl_w_in")))
         columns = ", ".join(f"`__sl_w_in`.`{n}`" for n in names)
         us = f"unix_micros(CAST(`__sl_w_in`.`{time_column}` AS TIMESTAMP))"
-        exploded = sqlglot.parse_one(
-            f"SELECT {columns}, explode({windows.format(us=us)}) AS `__sl_w` FROM __sl_w_source", read="spark"
-        )
+        exploded = _spark_tree(f"SELECT {columns}, explode({windows.format(us=us)}) AS `__sl_w` FROM __sl_w_source")
         exploded.find(exp.Table).replace(inner_source)
         outer = ", ".join(f"`{n}`" for n in names)
-        derived = sqlglot.parse_one(
+        derived = _spark_tree(
             f"SELECT {outer}, CAST(timestamp_micros(`__sl_w`.`s`) AS TIMESTAMP_NTZ) AS `window_start`, "
             f"CAST(timestamp_micros(`__sl_w`.`e`) AS TIMESTAMP_NTZ) AS `window_end`, "
-            f"timestamp_micros(`__sl_w`.`e` - 1000) AS `window_time` FROM (__sl_w_inner) AS `__sl_w_out`",
-            read="spark",
-        )
+            f"timestamp_micros(`__sl_w`.`e` - 1000) AS `window_time` FROM (__sl_w_inner) AS `__sl_w_out`")
         derived.find(exp.Subquery).this.replace(exploded)
         alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(source.name))
         table.replace(exp.Subquery(this=derived, alias=alias))
+
+
+def _spark_tree(spark_sql: str) -> exp.Expression:
+    """Spark SQL the translator writes itself, marked so the Flink rewrites leave it alone."""
+    tree = sqlglot.parse_one(spark_sql, read="spark")
+    for node in tree.walk():
+        node.meta["spark"] = True
+    return tree
 
 
 def _window_bounds(kind: str, sizes: list[int], line: int) -> str:
@@ -248,6 +294,12 @@ def _source_columns(source: exp.Expression, columns_of: ColumnsOf, ctes: dict[st
     if isinstance(source, exp.Unnest):
         alias = source.args.get("alias")
         return [c.name for c in alias.columns] if alias else ["EXPR$0"]
+    if isinstance(source, exp.Values):
+        alias = source.args.get("alias")
+        if alias is not None and alias.columns:
+            return [c.name for c in alias.columns]
+        width = len(source.expressions[0].expressions) if source.expressions else 0
+        return [f"{DERIVED}{i}" for i in range(width)]
     raise Unsupported(f"SELECT * over {source.sql()}", line_of(source), "name the columns")
 
 
@@ -309,9 +361,32 @@ def _temporal_condition(table: exp.Table, version: exp.Version, alias: str) -> N
 # --- functions and types ---------------------------------------------------------------------
 
 
+def rewrite_bottom_up(tree: exp.Expression) -> exp.Expression:
+    """Every node rewritten after its children, so a call inside another's arguments is translated
+    too (TO_TIMESTAMP(JSON_VALUE(...))); an unsupported call fails naming itself and its line."""
+    for child in list(tree.iter_expressions()):
+        rewrite_bottom_up(child)
+    if tree.meta.get("spark"):
+        return tree
+    line = line_of(tree) if isinstance(tree, (exp.Func, exp.Binary)) else 0
+    try:
+        new = _rewrite_node(tree)
+    except UnknownFunction as error:
+        hint = "" if error.name in FUNCTIONS else "it is no Flink built-in function (user-defined functions do not run locally)"
+        raise Unsupported(error.reason, line or line_of(tree), hint) from None
+    if new is not tree:
+        tree.replace(new)
+    return new
+
+
 def _rewrite_node(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Anonymous):
         return _rewrite_function(node)
+    if isinstance(node, exp.Column) and not node.table and not node.this.quoted \
+            and node.name.upper() in ("LOCALTIMESTAMP", "LOCALTIME", "CURRENT_TIME"):
+        if node.name.upper() != "LOCALTIMESTAMP":
+            raise UnknownFunction(node.name.upper(), f"{node.name.upper()} (the TIME type)")
+        return exp.Anonymous(this="localtimestamp", expressions=[])
     if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Column) and node.this.name.upper() == "MAP" \
             and not node.this.this.quoted and not node.this.table:
         return exp.Anonymous(this="map", expressions=node.expressions)
@@ -325,7 +400,7 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
             exp.var(node.this.name.upper()), node.expression, exp.column(end.name) if isinstance(end, exp.Var) else end])
     if isinstance(node, exp.DataType):
         return _spark_data_type(node)
-    return node
+    return translate_typed(node)
 
 
 def _rewrite_function(node: exp.Anonymous) -> exp.Expression:
@@ -334,6 +409,8 @@ def _rewrite_function(node: exp.Anonymous) -> exp.Expression:
         return exp.Anonymous(this="get_json_object", expressions=args)
     if name == "ROW":
         return exp.Anonymous(this="struct", expressions=args)
+    if name == "TIMESTAMPADD" and len(args) == 3 and isinstance(args[0], exp.Column) and not args[0].table:
+        return exp.Anonymous(this="timestampadd", expressions=[exp.var(args[0].name.upper()), args[1], args[2]])
     if name == "PROCTIME" and not args:
         return exp.CurrentTimestamp()
     if name == "CURRENT_WATERMARK":
@@ -353,7 +430,7 @@ def _rewrite_function(node: exp.Anonymous) -> exp.Expression:
     if name == "TO_TIMESTAMP" and args:
         pattern = args[1] if len(args) > 1 else exp.Literal.string("yyyy-MM-dd HH:mm:ss")
         return exp.Anonymous(this="to_timestamp_ntz", expressions=[args[0], pattern])
-    return node
+    return translate_call(node)
 
 
 def _floor_ceil(node: exp.Floor | exp.Ceil) -> exp.Expression:
@@ -378,8 +455,8 @@ def _spark_data_type(node: exp.DataType) -> exp.DataType:
         return exp.DataType(this=T.TEXT)
     if kind == T.VARBINARY:
         return exp.DataType(this=T.BINARY)
-    if kind == T.LIST:
-        raise Unsupported("MULTISET", line_of(node))
+    if kind == T.LIST and len(node.expressions) == 1:  # MULTISET<T> is held as MAP<T, INT> (element -> count)
+        return exp.DataType(this=T.MAP, expressions=[node.expressions[0], exp.DataType(this=T.INT)], nested=True)
     return node
 
 
@@ -415,4 +492,4 @@ def translate_expression(flink_sql: str) -> str:
     """Spark SQL of one Flink scalar expression (computed columns)."""
     select = sqlglot.parse_one(f"SELECT {flink_sql}", dialect=FLINK)
     _reject_unsupported(select)
-    return select.expressions[0].transform(_rewrite_node).sql(dialect="spark", identify=True, comments=False)
+    return spark_sql(rewrite_bottom_up(select.expressions[0]))

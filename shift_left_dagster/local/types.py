@@ -64,6 +64,8 @@ def spark_type(data_type: exp.DataType) -> T.DataType:
         return T.ArrayType(spark_type(params[0]))
     if kind == Type.MAP and len(params) == 2:
         return T.MapType(spark_type(params[0]), spark_type(params[1]))
+    if kind == Type.LIST and len(params) == 1:  # MULTISET<T>: Flink holds it as a map element -> count
+        return T.MapType(spark_type(params[0]), T.IntegerType())
     if kind == Type.STRUCT:
         fields = []
         for field in params:

@@ -6,14 +6,17 @@ columns, in declaration order) plus `$rowtime`.
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import (
-    DELETE, INSERT, OFFSET, OP, PARTITION, ROWTIME, UPDATE_AFTER, UPDATE_BEFORE, METADATA_KEYS, TableDef,
+    DELETE, INSERT, OFFSET, OP, PARTITION, ROWTIME, UPDATE_AFTER, UPDATE_BEFORE, TableDef,
 )
 from shift_left_dagster.local.storage import TableLogs
 from shift_left_dagster.local.translate import HIDDEN, VALID_FROM, VALID_TO, translate_expression
+from shift_left_dagster.local.types import spark_type_of
 
 Ranges = dict[int, tuple[int, int]]
 
@@ -31,6 +34,47 @@ class TableViews:
         records = self.logs.read(table, ranges)
         hidden = [F.col(f"`{system}`").alias(name) for name, system in HIDDEN.items()]
         return records.select(*self._visible(table), *hidden)
+
+    def normalized(self, table: TableDef, history: Ranges | None, emit_from: dict[int, int] | None = None,
+                   compared: list[str] | None = None) -> DataFrame:
+        """An upsert table's changes as Flink's ChangelogNormalize emits them, with the hidden columns
+        of `changes`. The statement's state starts empty at each history range's start; per key, in
+        offset order: the first row is +I; a row equal to the kept one (on the `compared` columns,
+        those the query reads) is dropped; another is -U of the kept row then +U; a DELETE of a kept
+        row is -D of that row, of nothing is dropped. Rows of records before `emit_from` (already
+        processed) are computed, not returned."""
+        op, offset, partition = F.col(f"`{OP}`"), F.col(f"`{OFFSET}`"), F.col(f"`{PARTITION}`")
+        records = self.logs.read(table, history).where(op != UPDATE_BEFORE)
+        visible = self._visible(table)
+        names = [c.name for c in table.columns] + [ROWTIME]
+        rows = records.select(F.struct(*visible).alias("__sl_row"), op.alias("__sl_kind"), offset.alias("__sl_at"),
+                              partition.alias("__sl_p"), *[F.col(f"`{k}`").alias(f"__sl_k{i}")
+                                                          for i, k in enumerate(table.primary_key)])
+        order = Window.partitionBy(*[F.col(f"__sl_k{i}") for i in range(len(table.primary_key))]).orderBy(
+            F.col("__sl_p"), F.col("__sl_at"))
+        rows = rows.select("*", F.lag("__sl_row").over(order).alias("__sl_prev"),
+                           F.lag("__sl_kind").over(order).alias("__sl_prev_kind"))
+        if emit_from is not None:
+            rows = rows.where(reduce(lambda a, b: a | b, [
+                (F.col("__sl_p") == p) & (F.col("__sl_at") >= start) for p, start in emit_from.items()], F.lit(False)))
+        kept = F.col("__sl_prev_kind").isNotNull() & (F.col("__sl_prev_kind") != DELETE)
+        fields = [n for n in (compared or names) if n in names]
+        same = F.to_json(F.struct(*[F.col(f"__sl_prev.`{n}`") for n in fields])).eqNullSafe(
+            F.to_json(F.struct(*[F.col(f"__sl_row.`{n}`") for n in fields])))
+        upsert = F.col("__sl_kind") != DELETE
+
+        def emitted(kind: int, row: str) -> Column:
+            return F.struct(F.lit(kind).alias("kind"), F.col(row).alias("row"))
+
+        update = upsert & kept & ~same
+        changes = F.array(F.when(upsert & ~kept, emitted(INSERT, "__sl_row")),
+                          F.when(update, emitted(UPDATE_BEFORE, "__sl_prev")),
+                          F.when(update, emitted(UPDATE_AFTER, "__sl_row")),
+                          F.when(~upsert & kept, emitted(DELETE, "__sl_prev")))
+        out = rows.select(F.explode(F.filter(changes, lambda c: c.isNotNull())).alias("__sl_c"), F.col("__sl_at"))
+        hidden = {OP: F.col("__sl_c.kind"), ROWTIME: F.col(f"__sl_c.row.`{ROWTIME}`"), OFFSET: F.col("__sl_at")}
+        return out.select(*[F.col(f"__sl_c.row.`{n}`").alias(n) for n in names],
+                          *[hidden[system].alias(name) for name, system in HIDDEN.items()])
 
     def state(self, table: TableDef, ranges: Ranges | None = None, producer: str | None = None) -> DataFrame:
         """The table as it stands: the latest row per primary key for an upsert table (deletes
@@ -76,9 +120,8 @@ class TableViews:
             if column.expression is not None:
                 columns.append(F.expr(translate_expression(column.expression)).alias(column.name))
             elif column.virtual:
-                system = METADATA_KEYS[column.metadata_key or ""]
-                value = F.col(f"`{system}`") if system else F.lit(table.name)
-                columns.append(value.alias(column.name))
+                value = _metadata(table, column.metadata_key or column.name)
+                columns.append(value.cast(spark_type_of(column.type)).alias(column.name))
             else:
                 columns.append(F.col(f"`{column.name}`"))
         return columns + [F.col(f"`{ROWTIME}`")]
@@ -92,3 +135,27 @@ class TableViews:
         return (counted.where(F.col("__sl_n") > 0)
                 .withColumn("__sl_copy", F.explode(F.sequence(F.lit(1), F.col("__sl_n"))))
                 .withColumn(PARTITION, F.lit(None).cast("int")).withColumn(OFFSET, F.lit(None).cast("long")))
+
+
+def _metadata(table: TableDef, key: str) -> Column:
+    """What a read-only metadata key holds for a record of the local service (metadata.py)."""
+    system = {"timestamp": ROWTIME, "partition": PARTITION, "offset": OFFSET}.get(key)
+    if system is not None:
+        return F.col(f"`{system}`")
+    if key == "topic":
+        return F.lit(table.name)
+    if key == "leader-epoch":
+        return F.lit(0)
+    if key == "timestamp-type":
+        return F.lit("CreateTime")
+    if key == "headers":
+        return F.create_map()
+    keys = [k.lower() for k in table.key_columns]
+    physical = [c.name for c in table.stored_columns if c.metadata_key is None]
+    if key == "raw-key":
+        if not keys:
+            return F.lit(None).cast("binary")
+        return F.encode(F.to_json(F.struct(*[F.col(f"`{c}`") for c in physical if c.lower() in keys])), "UTF-8")
+    if table.options.get("value.fields-include") == "except-key":
+        physical = [c for c in physical if c.lower() not in keys]
+    return F.encode(F.to_json(F.struct(*[F.col(f"`{c}`") for c in physical])), "UTF-8")

@@ -128,6 +128,32 @@ class FlinkParser(parser.Parser):
             inserts.append(self._parse_insert())
         return self.expression(StatementSet(expressions=inserts))
 
+    def _parse_create(self) -> exp.Create | exp.Command:
+        """CREATE CATALOG [IF NOT EXISTS] name [COMMENT '...'] WITH (...), else sqlglot's CREATE."""
+        if self._curr and self._curr.text.upper() == "CATALOG":
+            self._advance()
+            exists = self._parse_exists(not_=True)
+            name = self._parse_table_parts()
+            if self._match(TokenType.COMMENT):
+                self._parse_string()
+            properties = self._parse_properties()
+            return self.expression(exp.Create(this=name, kind="CATALOG", exists=exists, properties=properties))
+        return super()._parse_create()
+
+    def _parse_create_like(self) -> exp.LikeProperty | None:
+        """LIKE source [( {INCLUDING | EXCLUDING | OVERWRITING} {ALL | CONSTRAINTS | ...} ... )]."""
+        table = self._parse_table_parts(schema=True)  # (not a call: `t (` opens the options)
+        options: list[exp.Expression] = []
+        if self._match(TokenType.L_PAREN):
+            while self._match_texts(("INCLUDING", "EXCLUDING", "OVERWRITING")):
+                strategy = self._prev.text.upper()
+                feature = self._parse_var(any_token=True)
+                if feature is None:
+                    self.raise_error(f"Expected a LIKE option after {strategy}")
+                options.append(exp.Property(this=strategy, value=exp.var(feature.name.upper())))
+            self._match_r_paren()
+        return self.expression(exp.LikeProperty(this=table, expressions=options))
+
     def _parse_metadata_constraint(self) -> MetadataColumnConstraint:
         key = self._parse_string() if self._match(TokenType.FROM) else None
         virtual = self._match_text_seq("VIRTUAL")
@@ -212,6 +238,7 @@ class FlinkGenerator(generator.Generator):
     PROPERTIES_LOCATION = {
         **generator.Generator.PROPERTIES_LOCATION,
         Distribution: exp.Properties.Location.POST_SCHEMA,
+        exp.LikeProperty: exp.Properties.Location.POST_EXPRESSION,  # after WITH (...), as Flink writes it
     }
 
     def statementset_sql(self, expression: StatementSet) -> str:
@@ -241,6 +268,10 @@ class FlinkGenerator(generator.Generator):
             by = f" BY {kind + ' ' if kind else ''}({columns})"
         buckets = self.sql(expression, "buckets")
         return f"DISTRIBUTED{by}" + (f" INTO {buckets} BUCKETS" if buckets else "")
+
+    def likeproperty_sql(self, expression: exp.LikeProperty) -> str:
+        options = " ".join(f"{e.name} {self.sql(e, 'value')}" for e in expression.expressions)
+        return f"LIKE {self.sql(expression, 'this')}" + (f" ({options})" if options else "")
 
     def property_sql(self, expression: exp.Property) -> str:
         if type(expression) is exp.Property:  # WITH ('key' = 'value'): keys stay string literals
