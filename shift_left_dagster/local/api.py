@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import JSONResponse
 
+from shift_left_dagster.local.limits import shorten
 from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.store import now
 
@@ -106,9 +107,12 @@ def pool_resource(pool_id: str, spec: dict[str, Any], base_url: str, phase: str,
 
 
 def cloud_error(status: int, detail: str, code: str | None = None, title: str | None = None,
-                headers: dict[str, str] | None = None) -> JSONResponse:
-    """The `errors[]` body of sql/v1 and fcpm/v2."""
-    item: dict[str, Any] = {"id": uuid.uuid4().hex, "status": str(status), "detail": detail, "source": {}}
+                headers: dict[str, str] | None = None, pointer: str | None = None,
+                parameter: str | None = None) -> JSONResponse:
+    """The `errors[]` body of sql/v1 and fcpm/v2 (source.pointer / source.parameter when known)."""
+    source = {k: v for k, v in (("pointer", pointer), ("parameter", parameter)) if v}
+    item: dict[str, Any] = {"id": uuid.uuid4().hex, "status": str(status), "detail": shorten(detail),
+                            "source": source}
     if code:
         item["code"] = code
     if title:
@@ -118,4 +122,4 @@ def cloud_error(status: int, detail: str, code: str | None = None, title: str | 
 
 def kafka_error(status: int, error_code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     """The `{error_code, message}` body of Kafka REST and Schema Registry."""
-    return JSONResponse({"error_code": error_code, "message": message}, status_code=status, headers=headers)
+    return JSONResponse({"error_code": error_code, "message": shorten(message)}, status_code=status, headers=headers)

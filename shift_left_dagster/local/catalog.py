@@ -13,6 +13,8 @@ from pydantic import BaseModel, Field
 from pyspark.sql import types as T
 from sqlglot import exp
 
+from shift_left_dagster.local.metadata import METADATA_KEYS as KAFKA_METADATA
+from shift_left_dagster.local.metadata import WRITABLE as WRITABLE_METADATA
 from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.types import UnsupportedType, spark_type_of
 from shift_left_dagster.project.analysis import analyze_ddl
@@ -29,8 +31,8 @@ SYSTEM_COLUMNS = (ROWTIME, PARTITION, OFFSET, OP)
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3
 
 DEFAULT_PARTITIONS = 6  # Confluent Cloud's default bucket count
-# Metadata keys a column may read, mapped to the system column holding them ('topic' is the table name).
-METADATA_KEYS = {"timestamp": ROWTIME, "partition": PARTITION, "offset": OFFSET, "topic": None}
+# Metadata keys a column may read (Confluent's list; views.py says what each holds locally).
+METADATA_KEYS = tuple(KAFKA_METADATA)
 
 
 class TableError(ValueError):
@@ -79,6 +81,7 @@ class TableDef(BaseModel):
     changelog_mode: str = "append"
     options: dict[str, str] = Field(default_factory=dict)
     watermark_column: str | None = None
+    watermark_expression: str | None = None  # Flink SQL of the WATERMARK FOR ... AS expression
 
     @property
     def name(self) -> str:
@@ -120,9 +123,16 @@ class TableDef(BaseModel):
 
 def columns_from_schema(schema: exp.Schema | None) -> tuple[list[ColumnDef], list[str], str | None]:
     """Columns, primary key and watermark column declared in a CREATE TABLE's schema."""
+    columns, primary_key, watermark, _expression = schema_parts(schema)
+    return columns, primary_key, watermark
+
+
+def schema_parts(schema: exp.Schema | None) -> tuple[list[ColumnDef], list[str], str | None, str | None]:
+    """Columns, primary key, watermark column and watermark expression of a CREATE TABLE's schema."""
     columns: list[ColumnDef] = []
     primary_key: list[str] = []
     watermark: str | None = None
+    expression: str | None = None
     for item in schema.expressions if schema is not None else []:
         if isinstance(item, exp.ColumnDef):
             columns.append(column_def(item))
@@ -130,10 +140,11 @@ def columns_from_schema(schema: exp.Schema | None) -> tuple[list[ColumnDef], lis
             primary_key = [e.name for e in item.expressions]
         elif isinstance(item, exp.WatermarkColumnConstraint):
             watermark = item.this.name
+            expression = to_flink_sql(item.expression, comments=False) if item.expression is not None else None
     for column in columns:
         if column.name in primary_key:
             column.nullable = False
-    return columns, primary_key, watermark
+    return columns, primary_key, watermark, expression
 
 
 def column_def(node: exp.ColumnDef) -> ColumnDef:
@@ -160,7 +171,7 @@ def _check_column(column: ColumnDef) -> None:
             f"Column '{column.name}': metadata key '{column.metadata_key}' is not supported by the local service "
             f"(supported: {', '.join(sorted(METADATA_KEYS))})"
         )
-    if column.metadata_key not in (None, "timestamp") and not column.virtual:
+    if column.metadata_key not in (None, *WRITABLE_METADATA) and not column.virtual:
         raise TableError(f"Column '{column.name}': metadata key '{column.metadata_key}' is read-only, declare it VIRTUAL")
     if column.expression is None:
         try:
@@ -174,7 +185,7 @@ def table_from_create(statement: Statement, uid: str, table_id: TableId, query_c
     info = analyze_ddl(statement)
     create = statement.tree
     schema = create.this if isinstance(create.this, exp.Schema) else None
-    declared, primary_key, watermark = columns_from_schema(schema)
+    declared, primary_key, watermark, watermark_expression = schema_parts(schema)
     if "kafka.partitions" in info.options:
         raise TableError(
             "The 'kafka.partitions' option is not supported anymore. Use 'DISTRIBUTED INTO n BUCKETS' instead."
@@ -196,4 +207,5 @@ def table_from_create(statement: Statement, uid: str, table_id: TableId, query_c
         changelog_mode=info.changelog_mode,
         options=info.options,
         watermark_column=watermark,
+        watermark_expression=watermark_expression,
     )

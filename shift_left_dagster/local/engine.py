@@ -9,7 +9,6 @@ advances RUNNING statements; `quiesce` runs them until none finds new input.
 from __future__ import annotations
 
 import logging
-import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +20,10 @@ from sqlglot import exp
 
 from shift_left_dagster.local.catalog import TableError
 from shift_left_dagster.local.ddl import SQL_KINDS, Ddl
+from shift_left_dagster.local.errors import flink_detail
+from shift_left_dagster.local.introspection import Introspection
 from shift_left_dagster.local.jobs import Job, JobError, Jobs
+from shift_left_dagster.local.limits import shorten
 from shift_left_dagster.local.offsets import ScanError, format_offsets
 from shift_left_dagster.local.spark import get_spark
 from shift_left_dagster.local.storage import NotNullViolation, TableLogs, drop_table
@@ -106,6 +108,7 @@ class Engine:
                 logger.info("removed %d batch folder(s) left by an interrupted run", removed)
             self.jobs = Jobs(spark, self.store, self.logs)
             self.ddl = Ddl(self.store, self.logs)
+            self.introspection = Introspection(self.jobs)
         except Exception as error:  # no Spark, no engine: say so on every statement
             self.startup_error = f"the local service could not start Spark: {error}"
             logger.exception("engine start failed")
@@ -188,6 +191,11 @@ class Engine:
         body = self.store.statement(name)
         assert body is not None
         properties = body["spec"].get("properties") or {}
+        answer = self.introspection.answer(name, body["spec"]["statement"], properties)
+        if answer is not None:  # SHOW, DESCRIBE, EXPLAIN, INFORMATION_SCHEMA: complete with their result
+            self.store.put_results(name, [(0, row) for row in answer.rows])
+            self._set(name, COMPLETED, traits=_traits(answer.sql_kind, schema=answer.schema), end_time=now())
+            return True
         statement = self._parse(name, body["spec"]["statement"])
         tree = statement.tree
         if isinstance(tree, (exp.Create, exp.Drop, exp.Alter)) and not (
@@ -216,7 +224,7 @@ class Engine:
         self._jobs[name] = job
         bounded = all(p.bound is not None for p in state.sources.values())
         append_only = all(not s.table.upsert for s in job.sinks)
-        self._set(name, RUNNING, traits=_traits(job.sql_kind, bounded=bounded, append_only=append_only),
+        self._set(name, RUNNING, " ".join(job.notes), traits=_traits(job.sql_kind, bounded=bounded, append_only=append_only),
                   latest_offsets=None, latest_offsets_timestamp=None)
         return self._advance(name)
 
@@ -256,6 +264,7 @@ class Engine:
 
     def _fail(self, name: str, detail: str, exception: str) -> None:
         self._jobs.pop(name, None)
+        detail = shorten(detail)  # never a huge SQL text repeated in full
         self.store.add_exception(name, exception, detail)
         self._set(name, FAILED, detail=detail, end_time=now())
 
@@ -284,21 +293,6 @@ def _traits(sql_kind: str, *, bounded: bool = True, append_only: bool = True,
             "schema": schema or {}}
 
 
-_SPARK_NAME = re.compile(r"`([^`]+)`")
-
-
 def spark_detail(error: PySparkException, sql: str) -> str:
-    """Spark's complaint, with the Flink SQL line of the name it is about when it names one."""
-    message = str(error).strip().splitlines()[0]
-    condition = error.getCondition() if hasattr(error, "getCondition") else None
-    names = [n.split(".")[-1] for n in _SPARK_NAME.findall(message)]
-    line = next((_line_of_name(sql, n) for n in names if _line_of_name(sql, n)), None)
-    where = f"line {line}: " if line else ""
-    if condition == "UNRESOLVED_ROUTINE" and names:
-        return f"{where}function {names[0].upper()} is not supported by the local service (Spark: {message})"
-    return f"{where}{message}"
-
-
-def _line_of_name(sql: str, name: str) -> int | None:
-    match = re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", sql, re.IGNORECASE)
-    return sql.count("\n", 0, match.start()) + 1 if match else None
+    """Spark's complaint in Flink's terms (no Spark error class, SQLSTATE nor internal name)."""
+    return flink_detail(error, sql)

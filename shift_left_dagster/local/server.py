@@ -28,12 +28,20 @@ from shift_left_dagster.local.api import (
 from shift_left_dagster.local.engine import (
     COMPLETED, DELETING, FAILED, PENDING, RUNNING, STOPPED, STOPPING, Engine,
 )
+from shift_left_dagster.local.control_plane import control_plane_routes
+from shift_left_dagster.local.metrics import metrics_routes
+from shift_left_dagster.local.limits import shorten
+from shift_left_dagster.local.registry_api import registry_routes
 from shift_left_dagster.local.settings import IDENTITY
+from shift_left_dagster.local.statement_patch import PatchError, PatchOp, apply_patch
 from shift_left_dagster.local.store import Duplicate, now
+from shift_left_dagster.local.task_graph import task_graph_body
+from shift_left_dagster.local.topic_configs import topic_config_routes
 
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, RESULT_PAGE_SIZE = 10, 100, 1000
 MAX_CFU_VALUES = (5, 10, 20, 30, 40, 50)
-_KAFKA_PATHS = re.compile(r"^/(kafka/|subjects)")
+MAX_STATEMENT_BYTES = 4 * 1024 * 1024
+_KAFKA_PATHS = re.compile(r"^/(kafka/|subjects|schemas/)")
 _STARTED = now()
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -49,20 +57,38 @@ def create_app(engine: Engine, api_key: str, api_secret: str) -> Starlette:
         Route(statements_path(), handlers.create_statement, methods=["POST"]),
         Route(statements_path() + "/{name}", handlers.get_statement, methods=["GET"]),
         Route(statements_path() + "/{name}", handlers.update_statement, methods=["PUT"]),
+        Route(statements_path() + "/{name}", handlers.patch_statement, methods=["PATCH"]),
         Route(statements_path() + "/{name}", handlers.delete_statement, methods=["DELETE"]),
         Route(statements_path() + "/{name}/results", handlers.results, methods=["GET"]),
         Route(statements_path() + "/{name}/exceptions", handlers.exceptions, methods=["GET"]),
+        Route(statements_path() + "/{name}/task-graph", handlers.task_graph, methods=["GET"]),
         Route("/fcpm/v2/compute-pools", handlers.list_pools, methods=["GET"]),
         Route("/fcpm/v2/compute-pools", handlers.create_pool, methods=["POST"]),
         Route("/fcpm/v2/compute-pools/{pool_id}", handlers.get_pool, methods=["GET"]),
         Route("/kafka/v3/clusters/{cluster_id}/topics", handlers.list_topics, methods=["GET"]),
         Route("/kafka/v3/clusters/{cluster_id}/topics/{topic}", handlers.get_topic, methods=["GET"]),
         Route("/kafka/v3/clusters/{cluster_id}/topics/{topic}", handlers.delete_topic, methods=["DELETE"]),
-        Route("/subjects", handlers.list_subjects, methods=["GET"]),
-        Route("/subjects/{subject:path}", handlers.delete_subject, methods=["DELETE"]),
+        *topic_config_routes(engine.store),
+        *registry_routes(engine.store),
+        *metrics_routes(engine.store),
+        *control_plane_routes(),
     ]
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=_authenticate(api_key, api_secret))]
-    return Starlette(routes=routes, middleware=middleware)
+    handlers_by_status = {404: _no_route, 405: _no_route}
+    return Starlette(routes=routes, middleware=middleware, exception_handlers=handlers_by_status)
+
+
+async def _no_route(request: Request, error: Exception) -> Response:
+    """Unknown paths and wrong methods, in the error shape of the API the path belongs to."""
+    status = getattr(error, "status_code", 404)
+    headers = dict(getattr(error, "headers", None) or {})
+    what = "Not Found" if status == 404 else "Method Not Allowed"
+    if _KAFKA_PATHS.match(request.url.path):
+        return kafka_error(status, status, f"HTTP {status} {what}", headers=headers)
+    detail = (f"no resource at {request.url.path}" if status == 404 else
+              f"{request.method} is not allowed on {request.url.path} (allowed: {headers.get('Allow', '')})")
+    return cloud_error(status, detail, code="not_found" if status == 404 else "method_not_allowed", title=what,
+                       headers=headers)
 
 
 def _authenticate(api_key: str, api_secret: str) -> Callable[[Request, Handler], Awaitable[Response]]:
@@ -133,9 +159,12 @@ class _Handlers:
             return cloud_error(400, _invalid(error), code="bad_request", title="Bad Request")
         if not is_valid_statement_name(body.name):
             return cloud_error(
-                400, f"Statement name '{body.name}' is invalid: use at most 72 lowercase alphanumeric characters, "
+                400, f"Statement name '{shorten(body.name, 100)}' is invalid: use at most 72 lowercase alphanumeric characters, "
                      f"'-' or '.', starting and ending with an alphanumeric character", code="invalid_name",
                 title="Bad Request")
+        if len(body.spec.statement.encode()) > MAX_STATEMENT_BYTES:  # Confluent's documented limit and words
+            return cloud_error(400, f"This query is too large to process (exceeds {MAX_STATEMENT_BYTES} bytes)",
+                               code="bad_request", title="Bad Request")
         pool = body.spec.compute_pool_id
         if pool and pool not in self._pool_ids():
             return cloud_error(400, f"logical compute pool={pool} not found", code="bad_request")
@@ -158,9 +187,11 @@ class _Handlers:
         params = request.query_params
         try:
             size = int(params.get("page_size", DEFAULT_PAGE_SIZE))
-            after = int(params.get("page_token") or 0)
         except ValueError:
-            return cloud_error(400, "page_size and page_token must be integers", code="bad_request")
+            return cloud_error(400, "page_size must be an integer", code="bad_request", parameter="page_size")
+        after = _page_token(params.get("page_token"))
+        if after is None:
+            return _bad_token(params.get("page_token", ""))
         if not 1 <= size <= MAX_PAGE_SIZE:
             return cloud_error(400, f"page_size must be between 1 and {MAX_PAGE_SIZE}", code="bad_request")
         labels = {}
@@ -181,21 +212,48 @@ class _Handlers:
                              "metadata": {"self": base, "next": following}, "data": page})
 
     async def update_statement(self, request: Request) -> Response:
+        """PUT: the whole statement as last read, modified; 202 without body."""
         name = request.path_params["name"]
         try:
             body = StatementIn.model_validate(await _json(request))
         except (ValidationError, ValueError) as error:
             return cloud_error(400, _invalid(error), code="bad_request", title="Bad Request")
-        current = self.store.statement(name)
-        if current is None:
-            return _not_found(name)
-        problem = _check_update(current, body)
-        if problem:
-            return problem
-        if body.spec.compute_pool_id and body.spec.compute_pool_id not in self._pool_ids():
-            return cloud_error(400, f"logical compute pool={body.spec.compute_pool_id} not found", code="bad_request")
+        updated = self._update(name, lambda current: body)
+        return updated if isinstance(updated, Response) else Response(status_code=202)
+
+    async def patch_statement(self, request: Request) -> Response:
+        """PATCH (JSON Patch): the same rules as PUT on the patched statement; 200 with the statement."""
+        name = request.path_params["name"]
+        try:
+            raw = await _json(request)
+            if not isinstance(raw, list):
+                raise ValueError("the body must be a JSON Patch array of operations")
+            operations = [PatchOp.model_validate(op) for op in raw]
+        except (ValidationError, ValueError) as error:
+            return cloud_error(400, _invalid(error), code="bad_request", title="Bad Request")
+
+        def patched(current: dict[str, Any]) -> StatementIn:
+            return StatementIn.model_validate(apply_patch(current, operations))
+
+        updated = self._update(name, patched)
+        return updated if isinstance(updated, Response) else JSONResponse(updated)
+
+    def _update(self, name: str, wanted: Callable[[dict[str, Any]], StatementIn]) -> dict[str, Any] | Response:
+        """Check and apply an update in one store transaction, so a concurrent change can not slip between."""
 
         def change(resource: dict[str, Any]) -> None:
+            try:
+                body = wanted(resource)
+            except PatchError as error:
+                raise _Rejected(cloud_error(error.status, error.detail, code=error.code, pointer=error.pointer))
+            except ValidationError as error:
+                raise _Rejected(cloud_error(422, _invalid(error), code="unprocessable_entity"))
+            problem = _check_update(resource, body)
+            if problem:
+                raise _Rejected(problem)
+            if body.spec.compute_pool_id and body.spec.compute_pool_id not in self._pool_ids():
+                raise _Rejected(cloud_error(400, f"logical compute pool={body.spec.compute_pool_id} not found",
+                                            code="bad_request"))
             spec, status = resource["spec"], resource["status"]
             resource["metadata"]["labels"] = body.metadata.labels
             if body.spec.stopped and not spec["stopped"]:
@@ -208,9 +266,14 @@ class _Handlers:
                 if status["phase"] == STOPPED:
                     status.update(phase=PENDING, detail="", latest_offsets=None, latest_offsets_timestamp=None)
 
-        self.store.update_statement(name, change)
+        try:
+            updated = self.store.update_statement(name, change)
+        except _Rejected as rejected:
+            return rejected.response
+        if updated is None:
+            return _not_found(name)
         self.engine.wake()
-        return Response(status_code=202)
+        return updated
 
     async def delete_statement(self, request: Request) -> Response:
         name = request.path_params["name"]
@@ -228,12 +291,15 @@ class _Handlers:
         body = self.store.statement(name)
         if body is None:
             return _not_found(name)
-        if body["status"]["phase"] not in (RUNNING, COMPLETED):
+        phase = body["status"]["phase"]
+        if phase == FAILED:  # no results will come: say why instead of "not ready" forever
+            return cloud_error(400, f"Statement={name} is FAILED, it has no results: {body['status']['detail']}",
+                               code="bad_request", title="Bad Request")
+        if phase not in (RUNNING, COMPLETED):
             return cloud_error(409, f"Results for Statement={name} not ready", code="conflict")
-        try:
-            start = int(request.query_params.get("page_token") or 0)
-        except ValueError:
-            return cloud_error(400, "page_token must be an integer", code="bad_request")
+        start = _page_token(request.query_params.get("page_token"))
+        if start is None:
+            return _bad_token(request.query_params.get("page_token", ""))
         rows = self.store.results(name, start, RESULT_PAGE_SIZE + 1)
         more = len(rows) > RESULT_PAGE_SIZE or body["status"]["phase"] == RUNNING
         rows = rows[:RESULT_PAGE_SIZE]
@@ -250,6 +316,17 @@ class _Handlers:
         url = f"{_base(request)}{statements_path()}/{name}/exceptions"
         return JSONResponse({"api_version": "sql/v1", "kind": "StatementExceptionList", "metadata": {"self": url},
                              "data": self.store.exceptions(name)})
+
+    async def task_graph(self, request: Request) -> Response:
+        name = request.path_params["name"]
+        body = self.store.statement(name)
+        if body is None:
+            return _not_found(name)
+        graph = task_graph_body(name, body["spec"]["statement"])
+        if body["status"]["phase"] not in (RUNNING, "DEGRADED") or graph is None:
+            return cloud_error(409, f"Task graph for Statement={name} not available: the statement is "
+                                    f"{body['status']['phase']}, only a running query has one", code="conflict")
+        return JSONResponse(graph)
 
     # --- compute pools ----------------------------------------------------------------------------
 
@@ -344,28 +421,13 @@ class _Handlers:
         self.engine.drop_table(found["uid"])
         return Response(status_code=204)
 
-    # --- Schema Registry ------------------------------------------------------------------------------
 
-    async def list_subjects(self, request: Request) -> Response:
-        prefix = request.query_params.get("subjectPrefix", "")
-        deleted = request.query_params.get("deleted", "false").lower() == "true"
-        names = [n for n, _ in self.store.subjects(include_deleted=deleted) if n.startswith(prefix)]
-        return JSONResponse(names)
+class _Rejected(Exception):
+    """An update refused inside the store's transaction (rolled back), with the answer to give."""
 
-    async def delete_subject(self, request: Request) -> Response:
-        subject = request.path_params["subject"]
-        permanent = request.query_params.get("permanent", "false").lower() == "true"
-        state = dict(self.store.subjects(include_deleted=True)).get(subject)
-        if state is None:
-            return kafka_error(404, 40401, f"Subject '{subject}' not found.")
-        if permanent and not state:
-            return kafka_error(404, 40405, f"Subject '{subject}' was not deleted first before being permanently "
-                                           f"deleted")
-        if not permanent and state:
-            return kafka_error(404, 40404, f"Subject '{subject}' was soft deleted.Set permanent=true to delete "
-                                           f"permanently")
-        self.store.set_subject_deleted(subject, permanent)
-        return JSONResponse([1])
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
 
 
 def _check_update(current: dict[str, Any], body: StatementIn) -> Response | None:
@@ -387,6 +449,22 @@ def _check_update(current: dict[str, Any], body: StatementIn) -> Response | None
     if current["status"]["phase"] == FAILED and resuming:
         return cloud_error(400, "a FAILED statement can not be resumed", code="bad_request")
     return None
+
+
+MAX_PAGE_TOKEN_LENGTH = 255  # the spec's limit on page_token
+_TOKEN = re.compile(r"^[0-9]{1,18}$")  # this service's tokens: a non-negative position below 2**63
+
+
+def _page_token(token: str | None) -> int | None:
+    """The position a page token names (0 when absent); None for a token this service never issued."""
+    if not token:
+        return 0
+    return int(token) if _TOKEN.match(token) else None
+
+
+def _bad_token(token: str) -> Response:
+    return cloud_error(400, f"page_token '{token[:MAX_PAGE_TOKEN_LENGTH]}' is not a valid page token: use the "
+                            f"metadata.next URL of the previous page", code="bad_request", parameter="page_token")
 
 
 async def _json(request: Request) -> Any:
