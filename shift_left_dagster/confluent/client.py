@@ -1,22 +1,22 @@
 """Confluent Cloud REST client: Flink statements, compute pools, Kafka topics, SR subjects.
 
-One ``requests.Session``, explicit (connect, read) timeouts, typed errors
-(errors.py), and one transport method (``_call``) that does auth, redirects
-and retries for every API. Each API has its own base URL and key; a call to
+One ``requests.Session`` (transport.py: per-request ``auth=``, redirects kept
+on trusted hosts), explicit (connect, read) timeouts, typed errors (errors.py),
+and one method (``_call``) that does the retries every API call allows. Each API has its own base URL and key; a call to
 an API that is not configured raises ConfigError naming what is missing.
 The embedded local service speaks the same paths, so only the URLs differ.
 """
 
 from __future__ import annotations
 
-import base64
 import logging
+import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from enum import Enum
 from typing import Any, TypeVar
-from urllib.parse import parse_qs, quote, urljoin, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 import requests
 from pydantic import BaseModel, Field, SecretStr, ValidationError
@@ -35,8 +35,10 @@ from shift_left_dagster.confluent.errors import (
     ServerError,
     StatementFailed,
     TimeoutWaiting,
+    WrongService,
 )
 from shift_left_dagster.confluent.models import (
+    STATEMENT_NAME_PATTERN,
     CloudErrorBody,
     ComputePool,
     ComputePoolList,
@@ -53,6 +55,7 @@ from shift_left_dagster.confluent.models import (
     StatementResult,
     is_valid_statement_name,
 )
+from shift_left_dagster.confluent.transport import MAX_REDIRECTS, ApiKeyAuth, ConfluentSession
 from shift_left_dagster.project.config import SECRET_ENV_VARS, FlinkProjectConfig
 
 logger = logging.getLogger(__name__)
@@ -61,9 +64,8 @@ T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
 CLOUD_API_URL = "https://api.confluent.cloud"
-USER_AGENT = "shift-left-dagster/0.1"
-MAX_REDIRECTS = 5
-_REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+LOCAL_SERVICE_SECTION = "local_service"  # config section of a local target: {data_dir: ...}
+LOCAL_HEALTH_PATH = "/local/v1/health"  # the local service's extension; answers with its data_dir and pid
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
 # SR error code for "subject was soft deleted": the soft delete already happened.
 _SR_SUBJECT_SOFT_DELETED = "40404"
@@ -118,6 +120,8 @@ class ClientSettings(BaseModel):
     retry: RetryPolicy = Field(default_factory=RetryPolicy)
     poll: PollPolicy = Field(default_factory=PollPolicy)
     max_conflict_retries: int = Field(default=3, ge=0)
+    # A local service's data folder: the client refuses a service whose health names another folder.
+    service_data_dir: str | None = None
 
     @classmethod
     def from_config(cls, cfg: FlinkProjectConfig) -> ClientSettings:
@@ -144,7 +148,14 @@ class ClientSettings(BaseModel):
                 api_key=cfg.registry.registry_key_name,
                 api_secret=cfg.registry.registry_key_secret,
             ),
+            service_data_dir=((cfg.model_extra or {}).get(LOCAL_SERVICE_SECTION) or {}).get("data_dir"),
         )
+
+
+def bind_to_data_dir(cfg: FlinkProjectConfig, data_dir: str | os.PathLike[str]) -> FlinkProjectConfig:
+    """Bind a local service's config to its data folder: clients made from it refuse another folder's service."""
+    setattr(cfg, LOCAL_SERVICE_SECTION, {"data_dir": os.path.realpath(data_dir)})
+    return cfg
 
 
 class _Api(Enum):
@@ -182,14 +193,14 @@ class ConfluentClient:
         self,
         settings: ClientSettings,
         *,
-        session: requests.Session | None = None,
+        session: ConfluentSession | None = None,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
     ) -> None:
         self.settings = settings
-        self._session = session or requests.Session()
-        self._session.headers["User-Agent"] = USER_AGENT
+        self._session = session or ConfluentSession()
+        self._checked_services: set[str] = set()  # base URLs whose health named our data folder
         self._sleep = sleep
         self._clock = clock
         self._rng = rng or random.Random()
@@ -473,6 +484,9 @@ class ConfluentClient:
         return f"/sql/v1/organizations/{_seg(org)}/environments/{_seg(env)}/statements"
 
     def _statement_path(self, name: str) -> str:
+        """The path of one statement; a name no statement can have ('/', '..', upper case) is refused here."""
+        if not STATEMENT_NAME_PATTERN.fullmatch(name):
+            raise ValueError(f"invalid statement name {name!r}: lowercase a-z, 0-9, '-' and '.' between them")
         return f"{self._statements_path()}/{_seg(name)}"
 
     def _topics_path(self) -> str:
@@ -521,7 +535,7 @@ class ConfluentClient:
             raise ConfigError("Confluent client", [setting])
         return value
 
-    def _endpoint(self, api: _Api) -> tuple[str, str, SecretStr]:
+    def _endpoint(self, api: _Api) -> tuple[str, ApiKeyAuth]:
         endpoint: ApiEndpoint = getattr(self.settings, api.attr)
         missing = [
             setting
@@ -535,7 +549,7 @@ class ConfluentClient:
         if missing:
             raise ConfigError(api.label, missing)
         assert endpoint.base_url and endpoint.api_key and endpoint.api_secret
-        return endpoint.base_url.rstrip("/"), endpoint.api_key, endpoint.api_secret
+        return endpoint.base_url.rstrip("/"), ApiKeyAuth(endpoint.api_key, endpoint.api_secret)
 
     def _pages(self, api: _Api, path: str, params: Mapping[str, str], model: type[M]) -> Iterator[M]:
         """Every page of a list, following the ``page_token`` of ``metadata.next`` (as the CLI does)."""
@@ -585,14 +599,53 @@ class ConfluentClient:
         json: Any = None,
         safety: _Safety = _Safety.IDEMPOTENT,
     ) -> requests.Response:
-        """One API call: auth, redirects, and the retries ``safety`` allows; errors become typed exceptions."""
-        base_url, key, secret = self._endpoint(api)
+        """One API call; the service is checked first when this client is bound to a local data folder."""
+        base_url, auth = self._endpoint(api)
+        if self.settings.service_data_dir and base_url not in self._checked_services:
+            self._check_service(base_url, auth, self.settings.service_data_dir)
+        try:
+            return self._send(base_url, auth, method, path, params=params, json=json, safety=safety)
+        except ConnectionFailed:
+            self._checked_services.discard(base_url)  # whatever answers next may be another service
+            raise
+
+    def _check_service(self, base_url: str, auth: ApiKeyAuth, data_dir: str) -> None:
+        """The local service at ``base_url`` must serve ``data_dir``: never read or change another folder's statements."""
+        try:
+            health = self._send(base_url, auth, "GET", LOCAL_HEALTH_PATH).json()
+        except (ApiError, ValueError) as exc:
+            raise WrongService(base_url, data_dir, None) from exc
+        theirs = health.get("data_dir") if isinstance(health, dict) else None
+        if not isinstance(theirs, str) or os.path.realpath(theirs) != os.path.realpath(data_dir):
+            raise WrongService(base_url, data_dir, theirs if isinstance(theirs, str) else None)
+        self._checked_services.add(base_url)
+
+    def _send(
+        self,
+        base_url: str,
+        auth: ApiKeyAuth,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json: Any = None,
+        safety: _Safety = _Safety.IDEMPOTENT,
+    ) -> requests.Response:
+        """One request with the retries ``safety`` allows; errors become typed exceptions.
+
+        The API's key goes on this request only (``auth=``); the session follows redirects.
+        """
         policy = self.settings.retry
         ambiguous = False  # an earlier attempt may have reached the service
         for attempt in range(1, policy.max_attempts + 1):
             started = self._clock()
             try:
-                response = self._send(method, base_url + path, params, json, base_url, key, secret)
+                response = self._session.request(
+                    method, base_url + path, params=params, json=json, auth=auth, allow_redirects=True,
+                    timeout=(self.settings.connect_timeout, self.settings.read_timeout),
+                )
+            except requests.TooManyRedirects as exc:
+                raise ConfluentError(f"{method} {path}: more than {MAX_REDIRECTS} redirects") from exc
             except (requests.ConnectionError, requests.Timeout) as exc:
                 retry = _retryable_exception(exc, safety) and attempt < policy.max_attempts
                 logger.debug("%s %s: %s (attempt %d)", method, path, type(exc).__name__, attempt)
@@ -619,38 +672,6 @@ class ConfluentClient:
             raise _api_error(method, path, response, landed=ambiguous and safety is _Safety.CREATE_BY_NAME)
         raise AssertionError("unreachable")
 
-    def _send(
-        self,
-        method: str,
-        url: str,
-        params: Mapping[str, str] | None,
-        body: Any,
-        base_url: str,
-        key: str,
-        secret: SecretStr,
-    ) -> requests.Response:
-        """Follow redirects ourselves (at most 5): Authorization goes only to trusted hosts.
-
-        requests would strip auth on any cross-host redirect, yet the Flink
-        gateway may redirect to another Confluent host (the CLI re-attaches it).
-        """
-        for _hop in range(MAX_REDIRECTS + 1):
-            headers = {"Accept": "application/json"}
-            if _trusted(url, base_url):
-                headers["Authorization"] = _basic_auth(key, secret)
-            response = self._session.request(
-                method, url, params=params, json=body, headers=headers, allow_redirects=False,
-                timeout=(self.settings.connect_timeout, self.settings.read_timeout),
-            )
-            location = response.headers.get("Location")
-            if response.status_code not in _REDIRECT_STATUSES or not location:
-                return response
-            url, params = urljoin(response.url, location), None
-            if response.status_code == 303 or (response.status_code in (301, 302) and method not in ("GET", "HEAD")):
-                method, body = "GET", None  # what browsers and Go's client (the CLI) do
-            response.close()
-        raise ConfluentError(f"{method} {urlsplit(url).path}: more than {MAX_REDIRECTS} redirects")
-
     def _backoff(self, attempt: int) -> float:
         policy = self.settings.retry
         return self._rng.uniform(0, min(policy.backoff_cap, policy.backoff_base * 2 ** (attempt - 1)))
@@ -666,20 +687,6 @@ def _page_token(next_url: str | None) -> str | None:
         return None
     tokens = parse_qs(urlsplit(next_url).query).get("page_token")
     return tokens[0] if tokens and tokens[0] else None
-
-
-def _basic_auth(key: str, secret: SecretStr) -> str:
-    raw = f"{key}:{secret.get_secret_value()}".encode()
-    return "Basic " + base64.b64encode(raw).decode("ascii")
-
-
-def _trusted(url: str, base_url: str) -> bool:
-    """The configured API origin itself, or an https ``*.confluent.cloud`` host."""
-    target, base = urlsplit(url), urlsplit(base_url)
-    if (target.scheme, target.hostname, target.port) == (base.scheme, base.hostname, base.port):
-        return True
-    host = target.hostname or ""
-    return target.scheme == "https" and (host == "confluent.cloud" or host.endswith(".confluent.cloud"))
 
 
 def _retryable_exception(exc: requests.RequestException, safety: _Safety) -> bool:

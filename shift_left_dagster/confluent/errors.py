@@ -139,3 +139,14 @@ class TimeoutWaiting(ConfluentError):
             f"timed out after {timeout:g} s waiting for {subject} to reach {wanted}; "
             f"last phase seen: {last_seen or 'none'}"
         )
+
+
+class WrongService(ConfluentError):
+    """The local service answering is not the one of this client's data folder (or not a local service)."""
+
+    def __init__(self, url: str, expected: str, actual: str | None) -> None:
+        self.url = url
+        self.expected = expected
+        self.actual = actual
+        answered = f"the service of data folder {actual}" if actual else "no local service"
+        super().__init__(f"{url} is {answered}, not the one of data folder {expected}: refusing to use it")

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.confluent.client import ConfluentClient, bind_to_data_dir
 from shift_left_dagster.project.config import FlinkProjectConfig, load_config, local_defaults
 
 Mode = Literal["auto", "local", "cloud"]
@@ -33,15 +33,23 @@ def target_config(
 ) -> FlinkProjectConfig:
     """The environment config to deploy with; in local mode, starts the local service if needed.
 
-    `local_url` points at a local service that is already running (tests, a shared one).
+    `local_url` points at a local service that is already running (tests, a shared one); with
+    `local_data_dir` too, it must be that folder's service. A local config is bound to its data
+    folder: its client refuses a service answering for another folder.
     """
     environ = os.environ if environ is None else environ
     if resolve_mode(mode, environ) == "local":
         if local_url:
-            return local_defaults(local_url)
+            if not local_data_dir:
+                return local_defaults(local_url)
+            from shift_left_dagster.local.health import require_folder
+
+            require_folder(local_url, local_data_dir)  # OtherFolderService names both folders
+            return bind_to_data_dir(local_defaults(local_url), local_data_dir)
         from shift_left_dagster.local.process import ensure_running  # Spark only when local
 
-        return local_defaults(ensure_running(local_data_dir).url)
+        info = ensure_running(local_data_dir)
+        return bind_to_data_dir(local_defaults(info.url), info.data_dir)
     path = config_file or environ.get("CONFIG_FILE")
     return load_config(Path(path) if path else None, environ)
 

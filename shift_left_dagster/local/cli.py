@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from shift_left_dagster.local.process import LocalServiceInfo
 
 local_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
@@ -15,9 +19,13 @@ DataDirOption = Annotated[
 ]
 
 
-def _print(info, as_json: bool) -> None:  # type: ignore[no-untyped-def]
+def _print(info: LocalServiceInfo, as_json: bool) -> None:
+    """Human lines, or JSON with everything a client needs: URL, ids, and the key and secret the service accepts."""
     if as_json:
-        typer.echo(info.model_dump_json(indent=1))
+        from shift_left_dagster.local.settings import credentials
+
+        key, secret = credentials()
+        typer.echo(json.dumps({**info.model_dump(mode="json"), "api_key": key, "api_secret": secret}, indent=1))
         return
     state = "running" if info.running else "not running"
     typer.echo(f"local service {state}: {info.url} (pid {info.pid or '-'}, data {info.data_dir})")
@@ -28,10 +36,13 @@ def _print(info, as_json: bool) -> None:  # type: ignore[no-untyped-def]
 @local_app.command()
 def start(
     data_dir: DataDirOption = None,
-    port: Annotated[Optional[int], typer.Option("--port", help="port on 127.0.0.1 (0: any free port)")] = None,
+    port: Annotated[Optional[int], typer.Option(
+        "--port", help="port on 127.0.0.1 (0: any free port; default: the recorded one, else 8084, else a free one)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the status as JSON")] = False,
 ) -> None:
-    """Start the service in the background (already running: print its status)."""
+    """Start this data folder's service in the background (already running: print its status).
+
+    A port where another data folder's service answers is refused, naming both folders."""
     from shift_left_dagster.local.process import ServiceError
     from shift_left_dagster.local.process import start as start_service
 
@@ -45,7 +56,7 @@ def start(
 @local_app.command()
 def status(
     data_dir: DataDirOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print url, ids and running as JSON")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print url, ids, api key and secret, running as JSON")] = False,
 ) -> None:
     """Where the service is and whether it runs."""
     from shift_left_dagster.local.process import status as service_status

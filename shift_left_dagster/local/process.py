@@ -1,25 +1,35 @@
 """Running the service: in a thread of this process (tests), or as a detached background process
-with a pid file and a state file in its data dir (`shift-left-dagster local start|status|stop`)."""
+with a pid file and a state file in its data dir (`shift-left-dagster local start|status|stop`).
+
+A service belongs to one data folder: a URL is adopted only when its health
+endpoint reports this folder (and, for a started one, the recorded pid).
+The detached service leads its own process group, and its Spark JVM dies
+with it (lifetime.py).
+"""
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-import requests
 import uvicorn
 from pydantic import BaseModel
 from pyspark.sql import SparkSession
 
 from shift_left_dagster.local.engine import Engine
+from shift_left_dagster.local.health import OtherFolderService, ServiceError, port_is_free, probe
+from shift_left_dagster.local.lifetime import TMP_DIR, confine_to, end_group, spark_dies_with_this_process
 from shift_left_dagster.local.server import create_app
 from shift_left_dagster.local.settings import DEFAULT_PORT, HOST, IDENTITY, credentials, resolve_data_dir
 from shift_left_dagster.local.spark import get_spark
@@ -28,8 +38,10 @@ PID_FILE, STATE_FILE, LOG_FILE = "service.pid", "service.json", "service.log"
 MODULE = "shift_left_dagster.local.process"
 
 
-class ServiceError(RuntimeError):
-    """The service could not be started or stopped; the message says why and where to look."""
+__all__ = ["InProcessService", "LocalServiceInfo", "OtherFolderService", "ServiceError", "ensure_running",
+           "start", "status", "stop"]
+
+logger = logging.getLogger(__name__)
 
 
 class LocalServiceInfo(BaseModel):
@@ -101,14 +113,20 @@ def free_port() -> int:
 
 
 def start(data_dir: str | Path | None = None, port: int | None = None, timeout: float = 120.0) -> LocalServiceInfo:
-    """Start the service detached (idempotent: a running one is returned as is) and wait until it answers."""
+    """Start this folder's service detached (idempotent: a running one is returned as is) and wait until it answers.
+
+    ``port``: None = the recorded port (else the default), or a free one when
+    another program holds it; 0 = a free port; N = exactly N, and an error
+    (naming both folders) when another folder's service holds it. The port
+    chosen is recorded in the state file.
+    """
     root = resolve_data_dir(data_dir)
     current = status(root)
     if current.running:
         return current
     root.mkdir(parents=True, exist_ok=True)
-    recorded = current.port if (root / STATE_FILE).exists() else DEFAULT_PORT  # a restart keeps its URL
-    chosen = (port if port is not None else recorded) or free_port()
+    _end_leftovers(root)  # a crashed service's JVM, should one have survived it
+    chosen = _choose_port(root, current, port)
     with open(root / LOG_FILE, "ab") as log:
         child = subprocess.Popen(
             [sys.executable, "-m", MODULE, "--data-dir", str(root), "--port", str(chosen)],
@@ -118,7 +136,7 @@ def start(data_dir: str | Path | None = None, port: int | None = None, timeout: 
     (root / PID_FILE).write_text(f"{child.pid}\n")
     (root / STATE_FILE).write_text(info.model_dump_json(indent=1, exclude={"running"}))
     deadline = time.monotonic() + timeout
-    while not _answers(info.url):
+    while not _is_ours(info.url, root, child.pid):
         if child.poll() is not None:
             raise ServiceError(f"the local service exited with code {child.returncode} while starting; "
                                f"see {root / LOG_FILE}:\n{_tail(root / LOG_FILE)}")
@@ -130,21 +148,26 @@ def start(data_dir: str | Path | None = None, port: int | None = None, timeout: 
 
 
 def status(data_dir: str | Path | None = None) -> LocalServiceInfo:
-    """The recorded service and whether it is our process and answering."""
+    """The recorded service, and whether it is running: our process, answering for this folder with its pid."""
     root = resolve_data_dir(data_dir)
     state = root / STATE_FILE
     if not state.exists():
         return LocalServiceInfo(url=f"http://{HOST}:{DEFAULT_PORT}", port=DEFAULT_PORT, pid=0, data_dir=str(root))
     info = LocalServiceInfo.model_validate_json(state.read_text())
-    running = _owned_pid(root) is not None and _answers(info.url)
+    pid = _owned_pid(root)
+    running = pid is not None and _is_ours(info.url, root, pid)
     return info.model_copy(update={"running": running})
 
 
 def stop(data_dir: str | Path | None = None, timeout: float = 30.0) -> bool:
-    """Stop our service (only a pid that is really ours); False when none was running."""
+    """Stop our service (only a pid that is really ours) and what is left of its process group.
+
+    False when no service was running (a crashed one's leftovers are still ended).
+    """
     root = resolve_data_dir(data_dir)
     pid = _owned_pid(root)
     if pid is None:
+        _end_leftovers(root)
         (root / PID_FILE).unlink(missing_ok=True)
         return False
     os.kill(pid, signal.SIGTERM)
@@ -153,6 +176,7 @@ def stop(data_dir: str | Path | None = None, timeout: float = 30.0) -> bool:
         time.sleep(0.1)
     if _alive(pid):
         os.kill(pid, signal.SIGKILL)
+    end_group(pid, MODULE)  # the service led its group: its JVM and workers are in it
     (root / PID_FILE).unlink(missing_ok=True)
     return True
 
@@ -160,6 +184,41 @@ def stop(data_dir: str | Path | None = None, timeout: float = 30.0) -> bool:
 def ensure_running(data_dir: str | Path | None = None) -> LocalServiceInfo:
     """The library entry point (the Dagster resource): start the service if needed, return how to reach it."""
     return start(data_dir)
+
+
+def _choose_port(root: Path, current: LocalServiceInfo, port: int | None) -> int:
+    """The port to start on (see ``start``); never one where another folder's service answers."""
+    if port == 0:
+        return free_port()
+    explicit = port is not None
+    wanted = port if port is not None else (current.port if (root / STATE_FILE).exists() else DEFAULT_PORT)
+    url = f"http://{HOST}:{wanted}"
+    health = probe(url)
+    if health is not None and not health.serves(root):
+        if explicit:
+            raise OtherFolderService(url, root, health.data_dir, health.pid)
+        logger.warning("%s is data folder %s's service; starting %s's on a free port", url, health.data_dir, root)
+        return free_port()
+    if health is not None:
+        raise ServiceError(f"a service of data folder {root} that `local start` did not start (pid {health.pid}) "
+                           f"answers at {url}; stop it first")
+    if not port_is_free(HOST, wanted):
+        if explicit:
+            raise ServiceError(f"port {wanted} on {HOST} is in use by another program (not a local service)")
+        return free_port()
+    return wanted
+
+
+def _end_leftovers(root: Path) -> None:
+    """End what survives of the recorded service's process group once the service itself is gone."""
+    try:
+        recorded = LocalServiceInfo.model_validate_json((root / STATE_FILE).read_text()).pid
+    except (OSError, ValueError):
+        return
+    if recorded > 0 and not _alive(recorded):
+        ended = end_group(recorded, MODULE)
+        if ended:
+            logger.warning("ended %d process(es) left by the crashed service of %s: %s", len(ended), root, ended)
 
 
 def _owned_pid(root: Path) -> int | None:
@@ -186,11 +245,10 @@ def _alive(pid: int) -> bool:
     return not (state.exists() and state.read_text().split(") ", 1)[-1].startswith("Z"))  # a zombie is gone
 
 
-def _answers(url: str) -> bool:
-    try:
-        return requests.get(f"{url}/local/v1/health", timeout=1).status_code == 200
-    except requests.RequestException:
-        return False
+def _is_ours(url: str, root: Path, pid: int) -> bool:
+    """The service at ``url`` answers for ``root`` with ``pid``."""
+    health = probe(url)
+    return health is not None and health.serves(root) and health.pid == pid
 
 
 def _tail(path: Path, lines: int = 20) -> str:
@@ -201,12 +259,16 @@ def _tail(path: Path, lines: int = 20) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """The detached process: engine + HTTP server until SIGTERM."""
+    """The detached process: engine + HTTP server until SIGTERM; scratch files under the data folder."""
     parser = argparse.ArgumentParser(prog=MODULE)
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     args = parser.parse_args(argv)
     root = resolve_data_dir(args.data_dir)
+    shutil.rmtree(root / TMP_DIR, ignore_errors=True)  # a previous run's scratch (a crash leaves some)
+    os.environ.update(confine_to(root))
+    tempfile.tempdir = None  # read TMPDIR again
+    spark_dies_with_this_process()
     engine = Engine(root)
     engine.start()
     key, secret = credentials()

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import base64
+import json
 import logging
 import random
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,14 @@ import responses
 from pydantic import SecretStr
 from responses import matchers
 
-from shift_left_dagster.confluent.client import ApiEndpoint, ClientSettings, ConfluentClient, PollPolicy, RetryPolicy
+from shift_left_dagster.confluent.client import (
+    ApiEndpoint,
+    ClientSettings,
+    ConfluentClient,
+    PollPolicy,
+    RetryPolicy,
+    bind_to_data_dir,
+)
 from shift_left_dagster.confluent.errors import (
     AuthError,
     BadRequest,
@@ -29,9 +39,10 @@ from shift_left_dagster.confluent.errors import (
     ServerError,
     StatementFailed,
     TimeoutWaiting,
+    WrongService,
 )
 from shift_left_dagster.confluent.models import Op, Phase
-from shift_left_dagster.project.config import load_config
+from shift_left_dagster.project.config import load_config, local_defaults
 
 ORG = "7c2b2c1e-0000-4000-8000-000000000001"
 ENV = "env-abc123"
@@ -168,6 +179,15 @@ def test_create_rejects_invalid_names_before_any_request(client: ConfluentClient
     with pytest.raises(ValueError):
         client.create_statement("a" * 73, "SELECT 1")
     assert len(rsps.calls) == 0
+
+
+@pytest.mark.parametrize("name", ["..", ".", "a/b", "../etc", "a..b", "Bad_Name", ""])
+def test_by_name_calls_refuse_names_no_statement_can_have(client: ConfluentClient, rsps: responses.RequestsMock,
+                                                          name: str) -> None:
+    for call in (client.get_statement, client.delete_statement, client.stop_statement, client.statement_results):
+        with pytest.raises(ValueError, match="invalid statement name"):
+            call(name)
+    assert len(rsps.calls) == 0  # '..' would otherwise be normalised into the list path
 
 
 def test_get_statement_parses_status_and_keeps_unknown_fields(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
@@ -567,6 +587,129 @@ def test_local_service_host_is_trusted_for_redirects(fake_time: FakeTime, rsps: 
     rsps.get(f"{local}{path}/s", status=308, headers={"Location": f"{path}/s2"})
     rsps.get(f"{local}{path}/s2", json=statement("s2"), match=[matchers.header_matcher(FLINK_AUTH)])
     assert client.get_statement("s").name == "s2"
+
+
+# --- ~/.netrc never replaces the configured key ----------------------------------------------
+
+
+NETRC_AUTH = basic("NETRC-KEY", "netrc-secret")
+
+
+@pytest.fixture
+def netrc_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME whose ~/.netrc has entries for the Flink host, another Confluent host, a foreign host and loopback."""
+    netrc = tmp_path / ".netrc"
+    hosts = ["flink.us-east-1.aws.confluent.cloud", "flink.pr1jy6.us-east-1.aws.confluent.cloud", "evil.example.com",
+             "127.0.0.1"]
+    netrc.write_text("".join(f"machine {host}\n  login NETRC-KEY\n  password netrc-secret\n" for host in hosts))
+    netrc.chmod(0o600)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(netrc))
+    return netrc
+
+
+def test_netrc_entry_for_the_confluent_host_does_not_replace_the_flink_key(
+    netrc_home: Path, client: ConfluentClient, rsps: responses.RequestsMock
+) -> None:
+    rsps.get(f"{STMTS}/s", json=statement("s"))
+    rsps.get(f"{STMTS}/s", json=statement("s"))
+    requests.Session().get(f"{STMTS}/s")  # the entry is live: a request without auth= picks it up
+    assert rsps.calls[0].request.headers["Authorization"] == NETRC_AUTH
+    assert client.get_statement("s").name == "s"
+    assert rsps.calls[1].request.headers["Authorization"] == FLINK_AUTH["Authorization"]
+
+
+def test_netrc_entry_of_a_redirect_target_is_never_applied(
+    netrc_home: Path, client: ConfluentClient, rsps: responses.RequestsMock
+) -> None:
+    other = "https://flink.pr1jy6.us-east-1.aws.confluent.cloud"
+    rsps.get(f"{STMTS}/a", status=307, headers={"Location": f"{other}/sql/v1/x/a"})
+    rsps.get(f"{other}/sql/v1/x/a", json=statement("a"))
+    rsps.get(f"{STMTS}/b", status=302, headers={"Location": "https://evil.example.com/steal"})
+    rsps.get("https://evil.example.com/steal", json=statement("b"))
+    client.get_statement("a")
+    client.get_statement("b")
+    assert [c.request.headers.get("Authorization") for c in rsps.calls] == [
+        FLINK_AUTH["Authorization"], FLINK_AUTH["Authorization"], FLINK_AUTH["Authorization"], None]
+
+
+class _RecordingHandler(BaseHTTPRequestHandler):
+    """Answers every GET with a statement (or a same-origin redirect for /redirect), recording Authorization."""
+
+    seen: list[str | None] = []
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        type(self).seen.append(self.headers.get("Authorization"))
+        if self.path.endswith("/redirect"):
+            self.send_response(307)
+            self.send_header("Location", self.path.replace("/redirect", "/s"))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        body = json.dumps(statement("s")).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (http.server's signature)
+        pass
+
+
+def test_netrc_entry_for_a_real_loopback_service_does_not_replace_the_key(netrc_home: Path) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _RecordingHandler)
+    _RecordingHandler.seen = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        settings = make_settings(flink=ApiEndpoint(base_url=base, api_key="FKEY", api_secret=SecretStr("fsecret")))
+        with ConfluentClient(settings) as local:
+            assert local.get_statement("s").name == "s"
+            assert local.get_statement("redirect").name == "s"
+        requests.get(f"{base}/plain", timeout=5)  # control: without auth= requests sends the netrc entry
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert _RecordingHandler.seen == [FLINK_AUTH["Authorization"]] * 3 + [NETRC_AUTH]
+
+
+def test_a_client_bound_to_a_data_folder_refuses_another_folders_service(fake_time: FakeTime,
+                                                                         rsps: responses.RequestsMock) -> None:
+    local = "http://127.0.0.1:8084"
+    path = f"/sql/v1/organizations/{ORG}/environments/{ENV}/statements"
+    endpoint = ApiEndpoint(base_url=local, api_key="FKEY", api_secret=SecretStr("fsecret"))
+    rsps.get(f"{local}/local/v1/health", json={"status": "ok", "pid": 41, "data_dir": "/projects/a/.data"})
+    foreign = ConfluentClient(make_settings(flink=endpoint, service_data_dir="/projects/b/.data"),
+                              sleep=fake_time.sleep, clock=fake_time.clock)
+    with pytest.raises(WrongService, match="data folder /projects/a/.data, not the one of data folder /projects/b/.data"):
+        foreign.list_statements()
+    assert [c.request.url for c in rsps.calls] == [f"{local}/local/v1/health"]  # no statement was read
+
+    rsps.get(f"{local}/local/v1/health", json={"status": "ok", "pid": 41, "data_dir": "/projects/a/.data"})
+    rsps.get(f"{local}{path}/s", json=statement("s"))
+    rsps.get(f"{local}{path}/s", json=statement("s"))
+    own = ConfluentClient(make_settings(flink=endpoint, service_data_dir="/projects/a/.data"),
+                          sleep=fake_time.sleep, clock=fake_time.clock)
+    assert own.get_statement("s").name == own.get_statement("s").name == "s"
+    assert len(rsps.calls) == 4  # the health was read once for both calls
+
+
+def test_a_local_config_bound_to_its_folder_makes_bound_clients(tmp_path: Path) -> None:
+    config = bind_to_data_dir(local_defaults("http://127.0.0.1:8084"), tmp_path / "data")
+    assert ClientSettings.from_config(config).service_data_dir == str((tmp_path / "data").resolve())
+    assert ClientSettings.from_config(local_defaults("http://127.0.0.1:8084")).service_data_dir is None
+
+
+def test_a_bound_client_refuses_a_url_that_is_not_a_local_service(fake_time: FakeTime,
+                                                                   rsps: responses.RequestsMock) -> None:
+    endpoint = ApiEndpoint(base_url=FLINK, api_key="FKEY", api_secret=SecretStr("fsecret"))
+    rsps.get(f"{FLINK}/local/v1/health", status=404, json=cloud_error(404, "not found"))
+    client = ConfluentClient(make_settings(flink=endpoint, service_data_dir="/projects/b/.data"),
+                             sleep=fake_time.sleep, clock=fake_time.clock)
+    with pytest.raises(WrongService, match="is no local service"):
+        client.get_statement("s")
 
 
 def test_unconfigured_api_names_the_missing_settings(fake_time: FakeTime, rsps: responses.RequestsMock) -> None:
