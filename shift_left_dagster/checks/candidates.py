@@ -11,8 +11,7 @@ from shift_left_dagster.checks.models import CheckOutcome, ChecksSettings
 from shift_left_dagster.checks.readers import SinkReader
 from shift_left_dagster.checks.runner import find_dml_statements, run_checks
 from shift_left_dagster.confluent.client import ConfluentClient
-from shift_left_dagster.deploy.bluegreen import candidate_versions, current_versions
-from shift_left_dagster.deploy.executor import live_statements
+from shift_left_dagster.deploy.live import live_state
 from shift_left_dagster.deploy.naming import versioned_name
 from shift_left_dagster.project.graph import ProjectGraph
 
@@ -37,9 +36,9 @@ def verify_candidates(
     require_same_keys: bool = True,
 ) -> CandidateReport:
     """Checks of every candidate version (as deployed), and its keys against the serving version's."""
-    live = live_statements(client)
-    candidates = {t: v for t, v in candidate_versions(live).items() if t in graph.tables}
-    serving = current_versions(live)
+    live = live_state(client, with_tables=False)
+    candidates = {t: v for t, v in live.candidate_versions().items() if t in graph.tables}
+    serving = live.serving_versions()
     report = CandidateReport(candidates=candidates)
     physical = {table: versioned_name(table, version) for table, version in candidates.items()}
     tables = [graph.tables[name] for name in graph.sorted_subset(candidates)]

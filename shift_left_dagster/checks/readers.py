@@ -57,6 +57,10 @@ class SinkReader(Protocol):
     def lag(self, statement: Statement) -> dict[str, int] | None:
         """Records per source the statement has not read yet (None: unknown)."""
 
+    def source_records(self, statement: Statement) -> dict[str, int] | None:
+        """Records (or rows) per source the statement reads, within its bounds (None: unknown): whether
+        comparing no row means anything."""
+
     def close(self) -> None: ...
 
 
@@ -83,6 +87,19 @@ class LocalSinkReader:
 
     def lag(self, statement: Statement) -> dict[str, int] | None:
         return self.data.lag(statement.name)
+
+    def source_records(self, statement: Statement) -> dict[str, int] | None:
+        """Records between each source's start offsets and its end (or bound)."""
+        state = self.data.progress(statement.name)
+        if state is None:
+            return None
+        held: dict[str, int] = {}
+        for name, source in state.sources.items():
+            ends = self.data.store.end_offsets(source.table_uid)
+            if source.bound is not None:
+                ends = {p: min(end, source.bound.get(p, 0)) for p, end in ends.items()}
+            held[name] = sum(max(end - source.start.get(p, 0), 0) for p, end in ends.items())
+        return held
 
     def close(self) -> None:
         self.data.close()
@@ -142,6 +159,15 @@ class FilesSinkReader:
 
     def lag(self, statement: Statement) -> dict[str, int] | None:
         return None
+
+    def source_records(self, statement: Statement) -> dict[str, int] | None:
+        """Landed rows of every table the statement reads (not the ones it writes)."""
+        tree = parse_one_statement(statement.spec.statement or "", statement.name).tree
+        inserts = tree.expressions if isinstance(tree, StatementSet) else [tree]
+        written = {_target(i).name for i in inserts if isinstance(i, exp.Insert)}
+        read = {t.name for t in tree.find_all(exp.Table) if t.name and t.name not in written}
+        ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
+        return {name: self.rows(name).count() for name in sorted(read - ctes)}
 
     def close(self) -> None:
         return None

@@ -3,6 +3,36 @@
 The reads of one table's checks share one reader snapshot, so a statement's
 progress and the sink rows it wrote are seen at the same point even while
 the service keeps running. A check that can not be evaluated fails, saying why.
+
+What each check means, and when it passes:
+
+- Before the data checks (unique_primary_key, reconciled) of a table read
+  anything, its statement may catch up: while it is RUNNING and behind its
+  sources, they wait up to `ChecksSettings.catch_up_seconds` (0: not at all)
+  for it to read what they hold. Their metadata carries the lag before the
+  wait (`lag_records_before_wait`), the wait (`waited_seconds`) and the lag
+  when the data was read (`lag_records`). An unknown lag (files sinks) is
+  not waited on.
+- Every data check says how many rows it looked at, in its message and in
+  `compared_rows`. Comparing no row passes only when the statement's
+  sources hold no data either ("its sources hold no data yet"). While the
+  statement is still behind, it fails (ERROR): nothing was verified. When
+  the statement has read everything and its DML yields no row (or whether
+  the sources hold data is unknown) it does not pass either, as a WARN that
+  never blocks (blocking=False on that outcome).
+- unique_primary_key: no key held by more than one live record of the sink
+  (an upsert table: the latest record per key and partition). Compared
+  rows: the live records.
+- reconciled: the sink's rows equal the DML run over its parents as of the
+  offsets the statement has processed, by primary key (full outer join),
+  else as multisets; values compare as Flink compares them
+  (shift_left_dagster.values, with the DDL's types). Compared rows: keys on
+  either side (by key), copies of distinct rows (multisets).
+- schema_matches_ddl: the sink's columns and Spark types are those the DDL
+  declares; compares columns (`compared_columns`), never waits, never reads rows.
+- statement_healthy: the DML statement is RUNNING or COMPLETED, and no
+  further behind than `max_lag_records` when set; reports the lag as read
+  after the data checks' wait.
 """
 
 from __future__ import annotations
@@ -13,13 +43,14 @@ from datetime import UTC, datetime
 from pyspark.errors import PySparkException
 
 from shift_left_dagster.checks import rules
-from shift_left_dagster.checks.models import CheckName, CheckOutcome, ChecksSettings
+from shift_left_dagster.checks.catch_up import CatchUp, catch_up, total
+from shift_left_dagster.checks.models import DATA_CHECKS, CheckName, CheckOutcome, ChecksSettings, Severity
 from shift_left_dagster.checks.readers import SinkReader
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.confluent.errors import ConfluentError, NotFound
 from shift_left_dagster.confluent.models import Phase, Statement
 from shift_left_dagster.deploy.naming import statement_name
-from shift_left_dagster.deploy.plan import TABLE_LABEL
+from shift_left_dagster.deploy.live import TABLE_LABEL
 from shift_left_dagster.project.inventory import FlinkTable
 
 _EPOCH = datetime.fromtimestamp(0, UTC)
@@ -76,36 +107,55 @@ def run_checks(
         if not wanted:
             continue
         sink = (physical or {}).get(table.name, table.name)
+        statement = statements.get(table.name)
+        waited = catch_up(reader, statement, settings.catch_up_seconds, settings.catch_up_poll_seconds) \
+            if DATA_CHECKS.intersection(wanted) else None
         with reader.snapshot():
             for check in wanted:
-                outcomes.append(evaluate(check, table, sink, reader, statements.get(table.name), settings))
+                outcomes.append(evaluate(check, table, sink, reader, statement, settings, waited))
     return outcomes
 
 
 def evaluate(check: CheckName, table: FlinkTable, sink: str, reader: SinkReader, statement: Statement | None,
-             settings: ChecksSettings) -> CheckOutcome:
+             settings: ChecksSettings, waited: CatchUp | None = None) -> CheckOutcome:
+    """One check of one table (`waited`: how its statement caught up before, for the data checks)."""
+    severity = Severity.ERROR
     try:
-        passed, message, metadata = _verdict(check, table, sink, reader, statement, settings)
+        (passed, message, metadata), severity = _verdict(check, table, sink, reader, statement, settings, waited)
     except (ValueError, PySparkException, ConfluentError) as error:
         first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         passed, message, metadata = False, f"could not be evaluated: {first_line}", {"error": type(error).__name__}
     if sink != table.name:
         metadata["sink_table"] = sink
-    return CheckOutcome(table=table.name, check=check, passed=passed, blocking=check in settings.blocking,
+    blocking = check in settings.blocking and severity == Severity.ERROR
+    return CheckOutcome(table=table.name, check=check, passed=passed, blocking=blocking, severity=severity,
                         message=message, metadata=metadata)
 
 
 def _verdict(check: CheckName, table: FlinkTable, sink: str, reader: SinkReader, statement: Statement | None,
-             settings: ChecksSettings) -> rules.Verdict:
+             settings: ChecksSettings, waited: CatchUp | None) -> tuple[rules.Verdict, Severity]:
     samples = settings.sample_rows
-    if check == CheckName.UNIQUE_PRIMARY_KEY:
-        return rules.unique_primary_key(reader.live_records(sink), table.primary_key, samples)
     if check == CheckName.SCHEMA_MATCHES_DDL:
         assert table.ddl is not None
-        return rules.schema_matches(table.ddl.columns, reader.rows(sink).schema, reader.ignore_columns)
+        return rules.schema_matches(table.ddl.columns, reader.rows(sink).schema, reader.ignore_columns), Severity.ERROR
     if check == CheckName.STATEMENT_HEALTHY:
         return rules.statement_healthy(statement, reader.lag(statement) if statement else None,
-                                       settings.max_lag_records)
-    if statement is None:
-        return False, "no DML statement of this table was found: nothing to reconcile against", {}
-    return rules.reconcile(reader.expected(table, sink, statement), reader.rows(sink), table.primary_key, samples)
+                                       settings.max_lag_records), Severity.ERROR
+    if check == CheckName.RECONCILED and statement is None:
+        return (False, "no DML statement of this table was found: nothing to reconcile against", {}), Severity.ERROR
+    if check == CheckName.UNIQUE_PRIMARY_KEY:
+        verdict = rules.unique_primary_key(reader.live_records(sink), table.primary_key, samples)
+    else:
+        assert statement is not None
+        declared = {c.name: c.type for c in table.ddl.columns} if table.ddl else None
+        verdict = rules.reconcile(reader.expected(table, sink, statement), reader.rows(sink), table.primary_key,
+                                  samples, declared)
+    if statement is None:  # no statement writes it: nothing to catch up with, no sources to speak of
+        return verdict, Severity.ERROR
+    waited = waited or CatchUp(wait_limit=0.0)
+    lag = total(reader.lag(statement))
+    verdict[2].update(waited.metadata(), lag_records=lag)
+    held = total(reader.source_records(statement)) if not verdict[2].get("compared_rows", 1) else None
+    if held is not None:
+        verdict[2]["source_records"] = held
+    return rules.nothing_compared(verdict, lag, held, waited.describe())

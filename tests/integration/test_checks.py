@@ -29,14 +29,14 @@ from shift_left_dagster.checks import (
     run_checks,
 )
 from shift_left_dagster.confluent.client import ConfluentClient
-from shift_left_dagster.deploy.executor import PlanExecutor, live_statements
-from shift_left_dagster.deploy.plan import PlanOptions, build_plan
+from shift_left_dagster.deploy.deployment import Deployer
 from shift_left_dagster.deploy.seeds import seed_raw_topics
 from shift_left_dagster.local.catalog import DELETE, INSERT, OP, ROWTIME, TableDef
 from shift_left_dagster.local.process import InProcessService
 from shift_left_dagster.local.reader import LocalData
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import build_inventory
+from shift_left_dagster.project.config import local_defaults
 from tests.integration.support import PROJECT, client_for, quiesce
 
 pytestmark = [pytest.mark.spark, pytest.mark.service]
@@ -92,8 +92,7 @@ def p1(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         client.settings.poll.initial = client.settings.poll.step = 0.05  # wait for the service, not the polling
         graph = ProjectGraph(build_inventory(PROJECT / "pipelines"))
         seed_raw_topics(client, PROJECT / "seeds", only={"raw_orders", "raw_customers", "raw_payments"})
-        plan = build_plan(graph, ["fct_order"], live_statements(client), PlanOptions(environment=ENV))
-        list(PlanExecutor(client, graph).run(plan))
+        Deployer(client, graph, local_defaults(service.url)).deploy(["fct_order"]).wait()
         assert quiesce(service.url)["quiet"]
         yield Deployed(service, client, graph, spark)
 
@@ -113,7 +112,8 @@ def test_clean_pipeline_passes_every_check(p1: Deployed) -> None:
     assert ("src_table_3", "unique_primary_key") not in outcomes  # no key, no uniqueness check
     fct = outcomes[("fct_order", "reconciled")]
     assert counts(fct) == {"missing": 0, "unexpected": 0, "different": 0}
-    assert fct.metadata["expected_rows"] == fct.metadata["actual_rows"] > 0
+    assert fct.metadata["expected_rows"] == fct.metadata["actual_rows"] == fct.metadata["compared_rows"] > 0
+    assert f"{fct.metadata['compared_rows']} rows compared" in fct.message
     assert outcomes[("src_table_3", "reconciled")].metadata["actual_rows"] > 0  # compared as multisets
     healthy = outcomes[("fct_order", "statement_healthy")].metadata
     assert healthy["phase"] == "RUNNING" and healthy["lag_records"] == 0
