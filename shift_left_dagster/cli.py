@@ -71,20 +71,35 @@ ConfigOption = Annotated[Optional[Path], typer.Option("--config", help="config.y
 PlanFlags = tuple[bool, bool, bool]
 
 
-def _plan(table: str, pipelines: Path | None, config_file: Path | None, flags: PlanFlags):
-    from shift_left_dagster.deploy.bluegreen import plan_options
-    from shift_left_dagster.deploy.executor import live_statements
-    from shift_left_dagster.deploy.plan import build_plan
-    from shift_left_dagster.deploy.target import connect, target_config
+def _deployer(pipelines: Path | None, config_file: Path | None):
+    """The one deployment object of the CLI (the Dagster resource builds the same)."""
+    from shift_left_dagster.deploy.deployment import Deployer
+    from shift_left_dagster.deploy.target import connect, resolve_mode, target_config
 
     graph = _graph(pipelines)
     config = target_config(config_file)
-    client = connect(config)
-    live = live_statements(client)
-    dml_only, may_start_children, force_sources = flags
-    options = plan_options(config, live, dml_only=dml_only, may_start_children=may_start_children,
-                           force_sources=force_sources)
-    return graph, client, build_plan(graph, [table], live, options)
+    seeds = graph.inventory.root / "seeds" if resolve_mode("auto", os.environ) == "local" else None
+    return Deployer(client=connect(config), graph=graph, config=config, seeds_dir=seeds)
+
+
+def _run(deployment) -> None:  # noqa: ANN001 - a Deployment
+    """Print the plan, run it, print each step as it finishes; exit 1 naming the failing step."""
+    from shift_left_dagster.deploy.deployment import DeploymentFailed, Unhealthy
+
+    typer.echo(str(deployment))
+    try:
+        for result in deployment.run():
+            phases = ", ".join(f"{n}={p}" for n, p in result.statements.items())
+            what = result.step.physical_table or result.step.table or result.compute_pool
+            typer.echo(f"done {result.step.index}: {result.step.action.value} {what} {phases}")
+    except (DeploymentFailed, Unhealthy) as error:
+        typer.echo(f"error: {error}", err=True)
+        raise SystemExit(1) from None
+
+
+def _fail(error: Exception, code: int = 2) -> None:
+    typer.echo(f"error: {error}", err=True)
+    raise SystemExit(code) from None
 
 
 @app.command()
@@ -93,15 +108,20 @@ def plan(
     pipelines: PipelinesOption = None,
     config: ConfigOption = None,
     dml_only: Annotated[bool, typer.Option("--dml-only", help="keep tables, replace statements only")] = False,
-    may_start_children: Annotated[bool, typer.Option("--may-start-children", help="recreate stateless children too")] = False,
+    may_start_children: Annotated[bool, typer.Option(
+        "--may-start-children", help="also deploy descendants that are not deployed")] = False,
     force_sources: Annotated[bool, typer.Option("--force-sources", help="redeploy running sources")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
 ) -> None:
     """The ordered steps deploying TABLE would take against the configured service, with reasons."""
-    from shift_left_dagster.deploy.plan import render_plan
+    from shift_left_dagster.deploy.plan import PlanError
 
-    _, _, the_plan = _plan(table, pipelines, config, (dml_only, may_start_children, force_sources))
-    typer.echo(the_plan.model_dump_json(indent=1) if as_json else render_plan(the_plan))
+    try:
+        deployment = _deployer(pipelines, config).deploy(
+            [table], dml_only=dml_only, may_start_children=may_start_children, force_sources=force_sources)
+    except PlanError as error:
+        _fail(error)
+    typer.echo(deployment.plan.model_dump_json(indent=1) if as_json else str(deployment))
 
 
 @app.command()
@@ -114,18 +134,14 @@ def deploy(
     force_sources: Annotated[bool, typer.Option("--force-sources")] = False,
 ) -> None:
     """Plan, print, then run the deployment of TABLE; stops at the first failing step."""
-    from shift_left_dagster.deploy.executor import DeploymentFailed, PlanExecutor
-    from shift_left_dagster.deploy.plan import render_plan
+    from shift_left_dagster.deploy.plan import PlanError
 
-    graph, client, the_plan = _plan(table, pipelines, config, (dml_only, may_start_children, force_sources))
-    typer.echo(render_plan(the_plan))
     try:
-        for result in PlanExecutor(client, graph).run(the_plan):
-            phases = ", ".join(f"{n}={p}" for n, p in result.statements.items())
-            typer.echo(f"done {result.step.index}: {result.step.action.value} {result.step.table or result.compute_pool} {phases}")
-    except DeploymentFailed as error:
-        typer.echo(f"error: {error}", err=True)
-        raise SystemExit(1) from None
+        deployment = _deployer(pipelines, config).deploy(
+            [table], dml_only=dml_only, may_start_children=may_start_children, force_sources=force_sources)
+    except PlanError as error:
+        _fail(error)
+    _run(deployment)
 
 
 @app.command()
@@ -137,18 +153,13 @@ def backfill(
     config: ConfigOption = None,
 ) -> None:
     """Rebuild [start, end) of TABLES with bounded statements, parents first; the same code as partitions."""
-    from shift_left_dagster.deploy.backfill import BackfillRefused, run_backfill
-    from shift_left_dagster.deploy.target import connect, target_config
+    from shift_left_dagster.deploy.backfill import BackfillRefused
 
-    graph = _graph(pipelines)
-    target = target_config(config)
     try:
-        for done in run_backfill(connect(target), graph, tables, start, end, target.env_name,
-                                 target.flink.compute_pool_id):
-            typer.echo(f"{done.table:40} {done.statement:60} {done.phase}")
+        deployment = _deployer(pipelines, config).backfill(tables, start, end)
     except BackfillRefused as error:
-        typer.echo(f"error: {error}", err=True)
-        raise SystemExit(2) from None
+        _fail(error)
+    _run(deployment)
 
 
 @app.command()
@@ -190,12 +201,11 @@ def promote(
     statements stop and go (their tables are kept)."""
     from shift_left_dagster.checks.candidates import verify_candidates
     from shift_left_dagster.checks.readers import SinkConfig, open_reader
-    from shift_left_dagster.deploy.bluegreen import promote as promote_versions
-    from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
+    from shift_left_dagster.deploy.target import local_data_dir, resolve_mode
     from shift_left_dagster.local.spark import get_spark
 
-    target = target_config(config)
-    client = connect(target)
+    deployer = _deployer(pipelines, config)
+    target, client = deployer.config, deployer.client
     if verify and resolve_mode("auto", os.environ) == "cloud":
         typer.echo("error: the CLI verifies candidates on the local service only; use the promote_flink_versions "
                    "job (with the checks resource's sink settings) or --no-verify", err=True)
@@ -203,25 +213,23 @@ def promote(
     if verify:
         reader = open_reader(SinkConfig(kind="local", data_dir=local_data_dir(target.flink_base_url, None)), get_spark())
         try:
-            report = verify_candidates(client, _graph(pipelines), target.env_name, reader)
+            report = verify_candidates(client, deployer.graph, target.env_name, reader)
         finally:
             reader.close()
         if report.problems:
             typer.echo("not promoted:\n  " + "\n  ".join(report.problems), err=True)
             raise SystemExit(1)
-    typer.echo(f"promoted: {promote_versions(client, tables or None) or 'nothing'}")
+    _run(deployer.promote(tables or None))
 
 
 @app.command()
 def rollback(
     tables: Annotated[Optional[list[str]], typer.Argument(help="tables (default: every candidate)")] = None,
+    pipelines: PipelinesOption = None,
     config: ConfigOption = None,
 ) -> None:
     """Blue/green: candidates are removed; the serving versions were never stopped."""
-    from shift_left_dagster.deploy.bluegreen import rollback as rollback_versions
-    from shift_left_dagster.deploy.target import connect, target_config
-
-    typer.echo(f"rolled back: {rollback_versions(connect(target_config(config)), tables or None) or 'nothing'}")
+    _run(_deployer(pipelines, config).rollback(tables or None))
 
 
 @app.command()
@@ -242,8 +250,7 @@ def check(
     import os
 
     from shift_left_dagster.checks import ChecksSettings, SinkConfig, find_dml_statements, open_reader, run_checks
-    from shift_left_dagster.deploy.bluegreen import current_versions, physical_names
-    from shift_left_dagster.deploy.executor import live_statements
+    from shift_left_dagster.deploy.live import live_state, physical_names
     from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
     from shift_left_dagster.local.spark import get_spark
 
@@ -255,7 +262,7 @@ def check(
     target = target_config(config, local_url=url, local_data_dir=str(data_dir) if data_dir else None)
     client = connect(target)
     chosen = [graph.tables[t] for t in tables]
-    physical = physical_names(current_versions(live_statements(client)))
+    physical = physical_names(live_state(client, with_tables=False).serving_versions())
     sink = SinkConfig(kind="files", path_template=sink_path, format=sink_format) if sink_path else SinkConfig(
         data_dir=local_data_dir(url, str(data_dir) if data_dir else None))
     try:
@@ -282,25 +289,38 @@ def check(
 
 @app.command()
 def demo(
-    select: Annotated[str, typer.Option("--select", help="Dagster asset selection")] = "+fct_order",
+    select: Annotated[str, typer.Option("--select", help="Dagster asset selection")] = "*fct_order",
 ) -> None:
-    """The main job on the embedded default: start the local service, materialise SELECT with Dagster."""
+    """The main job on the embedded default: start the local service, materialise SELECT with `dg launch`
+    into a persistent Dagster instance, print what was deployed and how to look at it."""
+    import shutil
     import subprocess
     import sys
 
     from shift_left_dagster.deploy.target import connect, target_config
+    from shift_left_dagster.local.settings import resolve_data_dir
 
     config = target_config(mode="local")
-    typer.echo(f"local Confluent-compatible service: {config.flink_base_url}")
-    command = [sys.executable, "-m", "dagster", "asset", "materialize",
-               "-m", "shift_left_dagster.defs.definitions", "--select", select]
-    typer.echo("$ " + " ".join(command[2:]))
-    if subprocess.run(command).returncode != 0:
+    home = Path(os.environ.get("DAGSTER_HOME") or resolve_data_dir(None).parent / "dagster_home").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "DAGSTER_HOME": str(home)}
+    typer.echo(f"local Confluent-compatible service: {config.flink_base_url} (keeps running)")
+    typer.echo(f"Dagster instance: DAGSTER_HOME={home}")
+    before = {s.name for s in connect(config).list_statements()}
+    dg = shutil.which("dg") or str(Path(sys.executable).parent / "dg")
+    command = [dg, "launch", "--assets", select]
+    typer.echo("$ dg launch --assets " + select)
+    completed = subprocess.run(command, env=env, capture_output=True, text=True)
+    if completed.returncode != 0:
+        typer.echo(completed.stdout[-4000:] + completed.stderr[-4000:], err=True)
         raise SystemExit(1)
-    typer.echo("\ndeployed statements:")
-    for statement in sorted(connect(config).list_statements(), key=lambda s: s.name):
-        typer.echo(f"  {statement.name:48} {statement.phase}")
-    typer.echo("\nUI: `dg dev` (or `dagster dev -w workspace.yaml`), then open http://127.0.0.1:3000")
+    deployed = [s for s in connect(config).list_statements() if s.name not in before or s.phase == "RUNNING"]
+    typer.echo("\nstatements of the deployment:")
+    for statement in sorted(deployed, key=lambda s: s.name):
+        if (statement.metadata.labels or {}).get("sl_table"):
+            typer.echo(f"  {statement.name:48} {statement.phase}")
+    typer.echo(f"\nUI:   DAGSTER_HOME={home} dg dev   (then http://127.0.0.1:3000)")
+    typer.echo("stop: shift-left-dagster local stop")
 
 
 def main() -> None:

@@ -64,11 +64,11 @@ class SparkResource(ConfigurableResource):
 
 
 class FlinkChecksResource(ConfigurableResource):
-    """Which checks run and block, and where sink data is read: the local service's storage, or the
-    files teams land topics in (`path_template` with {table}, read with spark.read.format(format))."""
+    """Where and how sink data is read: the local service's storage, or the files teams land topics in
+    (`path_template` with {table}, read with spark.read.format(format)). Which checks exist and block
+    is decided when definitions are built (`flink_assets(checks=ChecksSettings(...))`), so the UI and
+    what runs always agree."""
 
-    enabled: list[CheckName] = Field(default_factory=lambda: list(_DEFAULTS.enabled))
-    blocking: list[CheckName] = Field(default_factory=lambda: list(_DEFAULTS.blocking))
     sample_rows: int = _DEFAULTS.sample_rows
     max_lag_records: int | None = Field(default=None, description="statement_healthy fails beyond this lag")
     sink: Literal["auto", "local", "files"] = Field(
@@ -79,9 +79,9 @@ class FlinkChecksResource(ConfigurableResource):
     options: dict[str, str] = Field(default_factory=dict, description="files: reader options")
     ignore_columns: list[str] = Field(default_factory=list, description="files: landing metadata columns")
 
-    def settings(self) -> ChecksSettings:
-        return ChecksSettings(enabled=self.enabled, blocking=self.blocking, sample_rows=self.sample_rows,
-                              max_lag_records=self.max_lag_records)
+    def settings(self, declared: ChecksSettings = _DEFAULTS) -> ChecksSettings:
+        """The declared checks, read with this resource's sampling and lag settings."""
+        return declared.model_copy(update={"sample_rows": self.sample_rows, "max_lag_records": self.max_lag_records})
 
     def sink_config(self, confluent: ConfluentFlinkResource) -> SinkConfig:
         kind = self.sink if self.sink != "auto" else ("local" if confluent.is_local else "files")
@@ -112,9 +112,9 @@ class RunChecks:
 
     def __init__(self, *, client: ConfluentClient, env_name: str, checks: FlinkChecksResource,
                  confluent: ConfluentFlinkResource, spark: SparkResource, asset_key: Callable[[str], AssetKey],
-                 selected: Collection[AssetCheckKey] | None = None) -> None:
+                 settings: ChecksSettings = _DEFAULTS, selected: Collection[AssetCheckKey] | None = None) -> None:
         self.client, self.env_name, self.asset_key, self.selected = client, env_name, asset_key, selected
-        self.settings = checks.settings()
+        self.settings = checks.settings(settings)
         self._open = lambda: open_reader(checks.sink_config(confluent), spark.get_session())
         self._reader: SinkReader | None = None
 
@@ -122,14 +122,22 @@ class RunChecks:
         return self
 
     def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
         if self._reader is not None:
             self._reader.close()
+            self._reader = None
 
-    def evaluate(self, tables: Sequence[FlinkTable], physical_names: Mapping[str, str] | None = None) -> ChecksRun:
-        """Run the checks of `tables` (those selected) and turn them into Dagster results."""
+    def evaluate(self, tables: Sequence[FlinkTable], physical_names: Mapping[str, str] | None = None,
+                 skip: Collection[CheckName] = ()) -> ChecksRun:
+        """Run the checks of `tables` (those selected, less `skip`) and turn them into Dagster results."""
         names = {self.asset_key(t.name): t.name for t in tables}
         only = None if self.selected is None else {(names[k.asset_key], CheckName(k.name)) for k in self.selected
                                                    if k.asset_key in names}
+        if skip:
+            only = {(t.name, c) for t in tables for c in applicable(t) if c not in skip
+                    and (only is None or (t.name, c) in only)}
         wanted = [t for t in tables if any(c in self.settings.enabled and (only is None or (t.name, c) in only)
                                            for c in applicable(t))]
         if not wanted:

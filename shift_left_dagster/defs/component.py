@@ -1,33 +1,81 @@
 """`FlinkProjectComponent`: the same builder as `build_flink_definitions`, declared in YAML for `dg`.
 
-    # defs/flink/defs.yaml
-    type: shift_left_dagster.defs.component.FlinkProjectComponent
+    # <project>/defs/flink/defs.yaml
+    type: shift_left_dagster.FlinkProjectComponent
     attributes:
       pipelines: ../../flink_project/pipelines   # relative to this file
       mode: auto                                  # auto | local | cloud
       config_file: null                           # shift_left config.yaml; secrets from SL_* env vars
+      select: ["*"]                               # table names or globs
+      exclude: []
+      checks: {enabled: [unique_primary_key, reconciled], blocking: [unique_primary_key]}
       partitions: {granularity: daily, start: "2026-01-01"}   # optional: none without a start
+      op: {name: flink_sales, pool: flink/sales}
+      translation:                                # per table, {{ table }} is the FlinkTable
+        group_name: "flink_{{ table.product }}"
+        owners: ["team:data"]
 """
 
-from __future__ import annotations
+from typing import Annotated, Literal
 
-from dagster import Component, ComponentLoadContext, Definitions, Model, Resolvable
+from dagster import AssetSpec, Component, ComponentLoadContext, Definitions, Model, Resolvable
+from dagster.components.resolved.core_models import OpSpec
+from dagster.components.utils.translation import TranslationFn, TranslationFnResolver
 
+from shift_left_dagster.checks import ChecksSettings
+from shift_left_dagster.checks.models import CheckName
 from shift_left_dagster.defs.partitions import PartitionsConfig
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
+from shift_left_dagster.defs.translator import FlinkTranslator
+from shift_left_dagster.project.graph import ProjectGraph
+from shift_left_dagster.project.inventory import FlinkTable
+
+
+class _ComponentTranslator(FlinkTranslator):
+    """The YAML `translation:` applied on top of the default spec of each table."""
+
+    def __init__(self, translation: TranslationFn[FlinkTable] | None):
+        self.translation = translation
+
+    def get_asset_spec(self, table: FlinkTable, graph: ProjectGraph) -> AssetSpec:
+        spec = super().get_asset_spec(table, graph)
+        return self.translation(spec, table) if self.translation else spec
+
+
+class ChecksModel(Model):
+    """Which checks exist and which block (check names: unique_primary_key, reconciled, ...)."""
+
+    enabled: list[str] | None = None
+    blocking: list[str] | None = None
+
+    def settings(self) -> ChecksSettings:
+        chosen = {k: [CheckName(n) for n in v] for k, v in (("enabled", self.enabled), ("blocking", self.blocking))
+                  if v is not None}
+        return ChecksSettings(**chosen)
 
 
 class FlinkProjectComponent(Component, Model, Resolvable):
     """A shift_left pipelines folder as Dagster assets deployed to Confluent Cloud for Flink (or locally)."""
 
     pipelines: str
-    mode: str = "auto"
+    mode: Literal["auto", "local", "cloud"] = "auto"
     config_file: str | None = None
+    select: list[str] | None = None
+    exclude: list[str] | None = None
+    checks: ChecksModel | None = None
     partitions: PartitionsConfig | None = None
+    op: OpSpec | None = None
+    translation: Annotated[
+        TranslationFn[FlinkTable] | None,
+        TranslationFnResolver[FlinkTable](lambda table: {"table": table}),
+    ] = None
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         from shift_left_dagster.defs.definitions import build_flink_definitions
 
         pipelines = (context.path / self.pipelines).resolve()
-        resource = ConfluentFlinkResource(mode=self.mode, config_file=self.config_file)  # type: ignore[arg-type]
-        return build_flink_definitions(str(pipelines), resource=resource, partitions=self.partitions)
+        resource = ConfluentFlinkResource(mode=self.mode, config_file=self.config_file)
+        return build_flink_definitions(
+            str(pipelines), translator=_ComponentTranslator(self.translation), resource=resource,
+            partitions=self.partitions, checks=self.checks.settings() if self.checks else None, select=self.select, exclude=self.exclude,
+            op_name=self.op.name if self.op else None, pool=self.op.pool if self.op else None)

@@ -1,21 +1,29 @@
-"""`defs` for workspace.yaml, `dagster ... -m shift_left_dagster.defs.definitions` and `dg`."""
+"""`defs` for workspace.yaml, `dagster ... -m shift_left_dagster.defs.definitions` and `dg`.
+
+The project folder is the one default (`$PIPELINES`, else ./flink_project/pipelines,
+else the sample shipped beside the package).
+"""
 
 from __future__ import annotations
 
 from dagster import Definitions
 
-from shift_left_dagster.defs.assets import FlinkProject, FlinkTranslator, default_pipelines_dir, flink_assets
+from shift_left_dagster.checks import ChecksSettings
+from shift_left_dagster.defs.assets import build_flink_assets
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
 from shift_left_dagster.defs.partitions import PartitionsConfig
+from shift_left_dagster.defs.project import FlinkProject
 from shift_left_dagster.defs.promotion import promotion_jobs
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import git_sensor
+from shift_left_dagster.defs.translator import FlinkTranslator
 from shift_left_dagster.project.inventory import paused_gc
 
 
-def flink_resources(confluent: ConfluentFlinkResource | None = None) -> dict[str, object]:
-    """The resources the table assets need: the Flink service, the checks' settings, the run's Spark."""
-    return {"confluent": confluent or ConfluentFlinkResource(), "checks": FlinkChecksResource(),
+def flink_resources(confluent: ConfluentFlinkResource | None = None,
+                    checks: FlinkChecksResource | None = None) -> dict[str, object]:
+    """The resources the ready-made assets use: the Flink service, where sinks are read, the run's Spark."""
+    return {"confluent": confluent or ConfluentFlinkResource(), "checks": checks or FlinkChecksResource(),
             "spark": SparkResource()}
 
 
@@ -24,6 +32,11 @@ def build_flink_definitions(
     translator: FlinkTranslator | None = None,
     resource: ConfluentFlinkResource | None = None,
     partitions: PartitionsConfig | None = None,
+    checks: ChecksSettings | None = None,
+    select: list[str] | None = None,
+    exclude: list[str] | None = None,
+    op_name: str | None = None,
+    pool: str | None = None,
 ) -> Definitions:
     """The plain Python builder: a project folder -> Definitions (the YAML component uses it too).
 
@@ -31,23 +44,16 @@ def build_flink_definitions(
     garbage cycles, so one collection afterwards replaces dozens of full rescans.
     """
     with paused_gc():
-        return _build(pipelines_dir, translator, resource, partitions)
-
-
-def _build(
-    pipelines_dir: str | None,
-    translator: FlinkTranslator | None,
-    resource: ConfluentFlinkResource | None,
-    partitions: PartitionsConfig | None,
-) -> Definitions:
-    project = FlinkProject(pipelines_dir or default_pipelines_dir())
-    translator = translator or FlinkTranslator()
-    return Definitions(
-        assets=flink_assets(project, translator, partitions=partitions),
-        sensors=[git_sensor(project, translator.get_asset_key)],
-        jobs=promotion_jobs(project),
-        resources=flink_resources(resource),
-    )
+        project = FlinkProject(pipelines_dir)
+        translator = translator or FlinkTranslator()
+        partitions_def = partitions.definition() if partitions else None
+        return Definitions(
+            assets=build_flink_assets(project, translator, partitions_def=partitions_def, checks=checks,
+                                      select=select, exclude=exclude, name=op_name, pool=pool),
+            sensors=[git_sensor(project, translator)],
+            jobs=promotion_jobs(project),
+            resources=flink_resources(resource),
+        )
 
 
 defs = build_flink_definitions()

@@ -10,7 +10,7 @@ from shift_left_dagster.checks.candidates import verify_candidates
 from shift_left_dagster.checks.readers import open_reader
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
-from shift_left_dagster.deploy.bluegreen import promote, rollback
+from shift_left_dagster.deploy.deployment import Deployer, DeploymentFailed, Unhealthy
 
 
 class PromoteConfig(Config):
@@ -21,6 +21,26 @@ class PromoteConfig(Config):
 
 class RollbackConfig(Config):
     tables: list[str] = []
+
+
+def _deployer(project, confluent: ConfluentFlinkResource) -> Deployer:  # noqa: ANN001 - a FlinkProject
+    return Deployer(client=confluent.get_client(), graph=project.graph, config=confluent.get_config(),
+                    timeout=confluent.statement_timeout_seconds)
+
+
+def _run(context: OpExecutionContext, deployment) -> None:  # noqa: ANN001 - a Deployment
+    """The one executor runs the promotion/rollback plan; each touched table gets a materialisation."""
+    from dagster import AssetKey, AssetMaterialization
+
+    context.log.info(str(deployment))
+    try:
+        for result in deployment.run():
+            if result.step.table:
+                context.log_event(AssetMaterialization(
+                    asset_key=AssetKey([result.step.table]), description=result.step.reason,
+                    metadata={"action": result.step.action.value, "version": result.step.version}))
+    except (DeploymentFailed, Unhealthy) as error:
+        raise Failure(description=str(error)) from None
 
 
 def promotion_jobs(project) -> list[JobDefinition]:  # noqa: ANN001 - a FlinkProject
@@ -39,15 +59,13 @@ def promotion_jobs(project) -> list[JobDefinition]:  # noqa: ANN001 - a FlinkPro
             context.log.info(f"candidates {report.candidates}; key differences {report.key_differences}")
             if report.problems:
                 raise Failure(description="not promoted: " + "; ".join(report.problems))
-        promoted = promote(client, config.tables or None)
-        context.log.info(f"promoted: {promoted or 'nothing to promote'}")
+        _run(context, _deployer(project, confluent).promote(config.tables or None))
 
     @op
     def rollback_versions(context: OpExecutionContext, config: RollbackConfig,
                           confluent: ConfluentFlinkResource) -> None:
         """Candidates are removed; the serving versions were never stopped."""
-        removed = rollback(confluent.get_client(), config.tables or None)
-        context.log.info(f"rolled back: {removed or 'nothing to roll back'}")
+        _run(context, _deployer(project, confluent).rollback(config.tables or None))
 
     @job(name="promote_flink_versions", description="Verify, then promote blue/green candidate versions")
     def promote_job() -> None:

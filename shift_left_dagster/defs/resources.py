@@ -1,15 +1,24 @@
-"""Dagster resources: the Confluent Flink service the assets deploy to."""
+"""Dagster resources: the Confluent Flink service the assets deploy to, and its deployment methods.
 
-from __future__ import annotations
+(No `from __future__ import annotations`: Dagster reads field annotations at runtime.)
+"""
 
-from typing import Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal
 
-from dagster import ConfigurableResource
-from pydantic import Field
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
 
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
 from shift_left_dagster.project.config import FlinkProjectConfig
+
+if TYPE_CHECKING:
+    from dagster import AssetExecutionContext, TimeWindow
+
+    from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
+    from shift_left_dagster.defs.run import FlinkRun
+    from shift_left_dagster.deploy.deployment import Deployer, Deployment
 
 
 class ConfluentFlinkResource(ConfigurableResource):
@@ -38,6 +47,14 @@ class ConfluentFlinkResource(ConfigurableResource):
     )
     max_parallel: int = Field(default=4, description="plan steps run at once")
     statement_timeout_seconds: float = 600.0
+    settle_seconds: float = Field(default=2.0, description="an in-place replacement must stay healthy this long")
+    _config: FlinkProjectConfig | None = PrivateAttr(default=None)
+    _client: ConfluentClient | None = PrivateAttr(default=None)
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
     def _environ(self) -> dict[str, str]:
         import os
@@ -63,8 +80,69 @@ class ConfluentFlinkResource(ConfigurableResource):
         return local_data_dir(self.local_url, self.local_data_dir)
 
     def get_config(self) -> FlinkProjectConfig:
-        return target_config(self.config_file, mode=self.mode, environ=self._environ(),
-                             local_data_dir=self.local_data_dir, local_url=self.local_url)
+        """Resolved once per run (in local mode this may start the service)."""
+        if self._config is None:
+            self._config = target_config(self.config_file, mode=self.mode, environ=self._environ(),
+                                         local_data_dir=self.local_data_dir, local_url=self.local_url)
+        return self._config
 
     def get_client(self) -> ConfluentClient:
-        return connect(self.get_config())
+        """One client per run, closed when the run's resources are torn down."""
+        if self._client is None:
+            self._client = connect(self.get_config())
+        return self._client
+
+    # -- deployments (the same Deployer the CLI uses) -------------------------------------------
+
+    def get_deployer(self, context: "AssetExecutionContext") -> "Deployer":
+        from shift_left_dagster.defs.assets import flink_assets_info
+        from shift_left_dagster.deploy.deployment import Deployer
+
+        info = flink_assets_info(context)
+        seeds = info.project.seeds_dir if self.is_local and self.seed_local_raw_topics else None
+        return Deployer(client=self.get_client(), graph=info.project.graph, config=self.get_config(),
+                        seeds_dir=seeds if seeds and seeds.is_dir() else None, max_parallel=self.max_parallel,
+                        timeout=self.statement_timeout_seconds, settle_seconds=self.settle_seconds)
+
+    def deploy(self, *, context: "AssetExecutionContext", dml_only: bool = False, force_sources: bool = False,
+               may_start_children: bool = False, start_at: datetime | None = None,
+               checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
+        """Deploy the selected tables (and what they need) in plan order; `.stream()` the events."""
+        deployer = self.get_deployer(context)
+        selected = _selected_tables(context)
+        return self._run(context, deployer.deploy(selected, dml_only=dml_only, force_sources=force_sources,
+                                                  may_start_children=may_start_children, start_at=start_at),
+                         checks, spark)
+
+    def deploy_commit(self, *, context: "AssetExecutionContext", since: str, until: str = "HEAD",
+                      checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
+        """Blue/green: what the commits (since, until] changed, beside the serving versions."""
+        return self._run(context, self.get_deployer(context).deploy_commit(since, until), checks, spark)
+
+    def backfill(self, *, context: "AssetExecutionContext", window: "TimeWindow",
+                 checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
+        """Rebuild a closed window of event time of the selected tables with bounded statements."""
+        deployment = self.get_deployer(context).backfill(_selected_tables(context), window.start, window.end)
+        return self._run(context, deployment, checks, spark)
+
+    def _run(self, context: "AssetExecutionContext", deployment: "Deployment",
+             checks: "FlinkChecksResource | None", spark: "SparkResource | None") -> "FlinkRun":
+        from shift_left_dagster.defs.assets import flink_assets_info
+        from shift_left_dagster.defs.checks import FlinkChecksResource, RunChecks, SparkResource
+        from shift_left_dagster.defs.run import FlinkRun
+
+        info = flink_assets_info(context)
+        run_checks = None
+        if info.checks.enabled:
+            checks = checks or FlinkChecksResource()
+            run_checks = RunChecks(client=self.get_client(), env_name=self.get_config().env_name, checks=checks,
+                                   settings=info.checks, confluent=self, spark=spark or SparkResource(),
+                                   asset_key=info.keys.__getitem__)
+        return FlinkRun(context, deployment, info.keys, run_checks)
+
+
+def _selected_tables(context: Any) -> list[str]:
+    from shift_left_dagster.defs.assets import flink_assets_info
+
+    by_key = {key: table for table, key in flink_assets_info(context).keys.items()}
+    return sorted(by_key[k] for k in context.selected_asset_keys if k in by_key)

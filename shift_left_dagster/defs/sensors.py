@@ -7,21 +7,25 @@ import json
 from dagster import AssetKey, AssetSelection, RunRequest, SensorEvaluationContext, SensorResult, SkipReason, sensor
 
 from shift_left_dagster.deploy.bluegreen import plan_blue_green
-from shift_left_dagster.deploy.changes import detect_changes, head_commit, repository_of
+from shift_left_dagster.deploy.changes import GitError, detect_changes, head_commit, repository_of
 
 COMMIT_TAG = "shift_left/commit"  # the run deploys the changes up to this commit...
 SINCE_TAG = "shift_left/since"  # ...since this one, blue/green
 CHANGES_TAG = "shift_left/changes"  # table -> category, for the UI and reviewers
 
 
-def git_sensor(project, asset_key, name: str = "flink_git_changes", minimum_interval_seconds: int = 30):  # noqa: ANN001
-    """`project` is a FlinkProject; `asset_key(table_name) -> AssetKey` (the translator's)."""
-    tables = [asset_key(name) for name in project.graph.tables]
+def git_sensor(project, translator, name: str = "flink_git_changes", minimum_interval_seconds: int = 30):  # noqa: ANN001
+    """`project` is a FlinkProject, `translator` its FlinkTranslator."""
+    graph = project.graph
+    tables = [translator.get_asset_key(table) for table in graph.tables.values()]
 
     @sensor(name=name, target=AssetSelection.assets(*tables), minimum_interval_seconds=minimum_interval_seconds,
             description="Deploys what each new commit changed in the pipelines folder, blue/green.")
     def flink_git_sensor(context: SensorEvaluationContext):
-        repo, pipelines = repository_of(project.pipelines_dir)
+        try:
+            repo, pipelines = repository_of(project.pipelines_dir)
+        except GitError:
+            return SkipReason(f"{project.pipelines_dir} is not in a git repository: nothing to watch")
         head = head_commit(repo)
         if context.cursor is None:
             return SensorResult(cursor=head, skip_reason=SkipReason(f"baseline: watching from {head[:12]}"))
@@ -31,7 +35,8 @@ def git_sensor(project, asset_key, name: str = "flink_git_changes", minimum_inte
         if not changes:
             return SensorResult(cursor=head, skip_reason=SkipReason(f"{head[:12]}: no Flink SQL change"))
         plan = plan_blue_green(project.graph, changes)
-        selection: list[AssetKey] = [asset_key(t) for t in plan.selection]
+        selection: list[AssetKey] = [translator.get_asset_key(graph.tables[t]) for t in plan.selection
+                                     if t in graph.tables]
         tags = {COMMIT_TAG: head, SINCE_TAG: context.cursor,
                 CHANGES_TAG: json.dumps({c.table: c.category.value for c in changes}, sort_keys=True)}
         return SensorResult(cursor=head, run_requests=[RunRequest(run_key=head, asset_selection=selection, tags=tags)])

@@ -8,18 +8,15 @@ driving table, so the statement reads exactly that history and COMPLETES.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
-from pydantic import BaseModel
 from sqlglot import exp
 
-from shift_left_dagster.confluent.client import ConfluentClient
-from shift_left_dagster.confluent.models import Phase
-from shift_left_dagster.deploy.naming import backfill_statement_name
-from shift_left_dagster.deploy.plan import TABLE_LABEL, Action, DeploymentPlan
+from shift_left_dagster.deploy.live import LiveState
+from shift_left_dagster.deploy.plan import RECREATING, Action, DeploymentPlan, Planner, PlanOptions, link
 from shift_left_dagster.deploy.rewrite import with_source_options
 from shift_left_dagster.project.analysis import StateForm, source_tables
+from shift_left_dagster.project.dialect import TableArgument
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable
 from shift_left_dagster.project.parsing import parse_one_statement, to_flink_sql
@@ -47,22 +44,39 @@ def _literal(moment: datetime) -> exp.Expression:
     )
 
 
-def windowed_dml(sql: str, start: datetime, end: datetime | None) -> str:
-    """The DML reading only [start, end) of its sources: hints on every source, $rowtime filter on the driver."""
+LATENESS = timedelta(days=1)  # how far out of event-time order a record may sit in a topic
+
+
+def windowed_dml(sql: str, start: datetime, end: datetime | None, lateness: timedelta = LATENESS) -> str:
+    """The DML reading only [start, end) of its sources' event time.
+
+    Records are selected by event time, never by offset order: the scan starts
+    `lateness` before the window and ends `lateness` after it (so records written
+    out of order are still read), and every driving table gets an exact
+    `$rowtime` filter; a window-TVF driver keeps exactly the windows inside
+    [start, end) (its windows align with partitions).
+    """
     tree = parse_one_statement(sql).tree
     sources = {t.name for t in source_tables(tree)}
-    hinted = with_source_options(sql, {name: window_options(start, end) for name in sources})
+    scan_end = end + lateness if end is not None else None
+    hinted = with_source_options(sql, {name: window_options(start - lateness, scan_end) for name in sources})
     tree = parse_one_statement(hinted).tree
     for select in tree.find_all(exp.Select):
         driver = select.args.get("from_")
         table = driver.this if driver is not None else None
-        if not isinstance(table, exp.Table) or table.name not in sources:
-            continue  # reads a CTE or subquery: that inner SELECT gets the filter
-        rowtime = exp.column("$rowtime", table=table.alias_or_name)
-        condition = rowtime >= _literal(start)
-        if end is not None:
-            condition = condition.and_(rowtime < _literal(end))
-        select.where(condition, copy=False)
+        if not isinstance(table, exp.Table):
+            continue  # reads a subquery: that inner SELECT gets the filter
+        if table.name in sources:
+            rowtime = exp.column("$rowtime", table=table.alias_or_name)
+            condition = rowtime >= _literal(start)
+            if end is not None:
+                condition = condition.and_(rowtime < _literal(end))
+            select.where(condition, copy=False)
+        elif any(arg.this.name in sources for arg in table.find_all(TableArgument) if isinstance(arg.this, exp.Table)):
+            condition = exp.column("window_start") >= _literal(start)
+            if end is not None:
+                condition = condition.and_(exp.column("window_end") <= _literal(end))
+            select.where(condition, copy=False)
     return to_flink_sql(tree)
 
 
@@ -100,43 +114,25 @@ def partial_history_loss(graph: ProjectGraph, plan: DeploymentPlan, first_start:
         return []
     lost = []
     for step in plan.steps:
-        if step.table and step.action in (Action.DEPLOY, Action.RESTART):
+        if step.table and step.action in RECREATING:
             consumers = ", ".join(graph.descendants(step.table)) or "no consumers yet"
             lost.append(f"{step.table}: history before {start_at:%Y-%m-%d %H:%M} "
                         f"(partitions start {first_start:%Y-%m-%d %H:%M}; read by {consumers})")
     return lost
 
 
-class BackfillResult(BaseModel):
-    table: str
-    statement: str
-    phase: str
-    start: datetime
-    end: datetime
-
-
-def run_backfill(
-    client: ConfluentClient,
-    graph: ProjectGraph,
-    tables: list[str],
-    start: datetime,
-    end: datetime,
-    environment: str,
-    compute_pool_id: str | None = None,
-    timeout: float = 600.0,
-) -> Iterator[BackfillResult]:
-    """Rebuild [start, end) of each table, in graph order: bounded statement, wait COMPLETED, delete it."""
+def plan_backfill(graph: ProjectGraph, tables: list[str], start: datetime, end: datetime,
+                  live: LiveState, options: PlanOptions) -> DeploymentPlan:
+    """BACKFILL steps rebuilding [start, end) of each table, in graph order (refused where unsafe)."""
     ordered = graph.sorted_subset(tables)
     refusals = [r for r in (backfill_refusal(graph.tables[t]) for t in ordered) if r]
     if refusals:
         raise BackfillRefused("; ".join(refusals))
+    planner = Planner(graph, live, options)
+    steps = []
     for name in ordered:
-        table = graph.tables[name]
-        statement = backfill_statement_name(environment, table.product, name, start, end)
-        sql = windowed_dml((graph.inventory.root / table.dml_path).read_text(), start, end)
-        client.delete_statement(statement, timeout=timeout)
-        client.create_statement(statement, sql, compute_pool_id=compute_pool_id,
-                                labels={TABLE_LABEL: name, "sl_backfill": f"{epoch_millis(start)}-{epoch_millis(end)}"})
-        final = client.wait_for_phase(statement, {Phase.COMPLETED}, timeout)
-        client.delete_statement(statement, timeout=timeout)
-        yield BackfillResult(table=name, statement=statement, phase=final.phase, start=start, end=end)
+        step = planner.table_step(len(steps), name, Action.BACKFILL,
+                                  f"rebuild [{start:%Y-%m-%d %H:%M}, {end:%Y-%m-%d %H:%M}) by event time")
+        steps.append(step.model_copy(update={"start_at": start, "end_at": end, "validate_first": False,
+                                             "carry_offsets": False}))
+    return DeploymentPlan(kind="backfill", targets=ordered, options=options, steps=link(graph, steps))

@@ -9,18 +9,14 @@ files are not rewritten.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 from pydantic import BaseModel, Field
 
-from shift_left_dagster.confluent.client import ConfluentClient
-from shift_left_dagster.confluent.models import Phase
 from shift_left_dagster.deploy.changes import Category, TableChange
-from shift_left_dagster.deploy.executor import PlanExecutor, live_statements, statement_labels
+from shift_left_dagster.deploy.live import LiveState, physical_names
 from shift_left_dagster.deploy.naming import statement_name, versioned_name
-from shift_left_dagster.deploy.plan import LIVE_PHASES, Action, LiveStatement, PlanOptions, PlanStep
+from shift_left_dagster.deploy.plan import Action, DeploymentPlan, Planner, PlanOptions, PlanStep, link
 from shift_left_dagster.deploy.rewrite import rename_tables
-from shift_left_dagster.project.config import FlinkProjectConfig
+from shift_left_dagster.project.analysis import StateForm
 from shift_left_dagster.project.graph import ProjectGraph
 
 class VersionedTable(BaseModel):
@@ -34,6 +30,7 @@ class InPlaceChange(BaseModel):
     table: str
     physical: str
     reason: str
+    added_columns: list[tuple[str, str]] = Field(default_factory=list)  # (name, type), nullable
 
 
 class BlueGreenPlan(BaseModel):
@@ -63,7 +60,9 @@ def plan_blue_green(
     """
     current = current or {}
     plan = BlueGreenPlan(changes=changes)
-    breaking = {c.table for c in changes if c.category == Category.BREAKING and c.table in graph.tables}
+    breaking = {c.table for c in changes if c.table in graph.tables and (
+        c.category == Category.BREAKING or (c.category == Category.NON_BREAKING
+                                            and graph.tables[c.table].state_form == StateForm.STATEFUL))}
     impacted: dict[str, str] = {}
     for table in graph.sorted_subset(breaking):
         impacted.setdefault(table, "breaking change: " + "; ".join(
@@ -78,7 +77,8 @@ def plan_blue_green(
         if change.category == Category.NON_BREAKING and change.table not in impacted:
             plan.in_place.append(InPlaceChange(table=change.table,
                                                physical=versioned_name(change.table, current.get(change.table, 1)),
-                                               reason="; ".join(change.reasons)))
+                                               reason="; ".join(change.reasons),
+                                               added_columns=[(c.name, c.type) for c in change.added_columns]))
         elif change.category == Category.ADDED:
             plan.added.append(change.table)
         elif change.category == Category.REMOVED:
@@ -86,131 +86,88 @@ def plan_blue_green(
     return plan
 
 
-def versioned_sql(sql: str, physical_names: dict[str, str]) -> str:
+def versioned_sql(sql: str, physical: dict[str, str]) -> str:
     """A table's SQL with every project table renamed to the version it must read or write."""
-    return rename_tables(sql, {k: v for k, v in physical_names.items() if k != v})
+    return rename_tables(sql, {k: v for k, v in physical.items() if k != v})
 
 
-# -- versions on the service ---------------------------------------------------------------------
-
-def running_versions(live: dict[str, LiveStatement]) -> dict[str, list[int]]:
-    """Logical table -> the versions whose DML runs now (from the statements' labels), sorted."""
-    versions: dict[str, set[int]] = {}
-    for statement in live.values():
-        if statement.table and statement.phase in LIVE_PHASES and "-dml-" in statement.name:
-            versions.setdefault(statement.table, set()).add(statement.version)
-    return {table: sorted(found) for table, found in versions.items()}
-
-
-def current_versions(live: dict[str, LiveStatement]) -> dict[str, int]:
-    """The version that serves (the oldest running: a candidate runs beside it until promoted)."""
-    return {table: found[0] for table, found in running_versions(live).items()}
-
-
-def candidate_versions(live: dict[str, LiveStatement]) -> dict[str, int]:
-    """Versions deployed beside the serving one and not yet promoted."""
-    return {table: found[-1] for table, found in running_versions(live).items() if len(found) > 1}
-
-
-def physical_names(versions: dict[str, int]) -> dict[str, str]:
-    return {table: versioned_name(table, version) for table, version in versions.items()}
-
-
-def plan_options(config: FlinkProjectConfig, live: dict[str, LiveStatement], **flags: object) -> PlanOptions:
-    """Plan options for an environment as it runs now: its name, its pool, the versions that serve."""
-    return PlanOptions(environment=config.env_name, compute_pool_id=config.flink.compute_pool_id,
-                       physical_names=physical_names(current_versions(live)), **flags)
-
-
-class BlueGreenStep(BaseModel):
-    table: str
-    physical: str
-    action: str  # "new_version" | "in_place"
-    statements: dict[str, str] = Field(default_factory=dict)
-    reason: str
-
-
-def deploy_blue_green(
-    client: ConfluentClient,
-    graph: ProjectGraph,
-    plan: BlueGreenPlan,
-    environment: str,
-    compute_pool_id: str | None = None,
-    timeout: float = 600.0,
-) -> Iterator[BlueGreenStep]:
-    """New versions beside the running ones (parents first), then in-place replacements from offsets."""
-    live = live_statements(client)
-    serving = physical_names(current_versions(live))
-    reading = {**serving, **plan.renames()}  # new versions read new versions of their changed parents
-    for version in plan.versions:
-        table = graph.tables[version.table]
-        statements: dict[str, str] = {}
-        root = graph.inventory.root
-        if table.ddl_path:
-            ddl = statement_name(environment, table.product, "ddl", version.physical)
-            client.delete_statement(ddl, timeout=timeout)
-            client.create_statement(ddl, versioned_sql((root / table.ddl_path).read_text(), reading),
-                                    compute_pool_id=compute_pool_id,
-                                    labels=statement_labels(table.name, table.code_version, version.version))
-            statements[ddl] = client.wait_for_phase(ddl, {Phase.COMPLETED}, timeout).phase
-        if table.dml_path:
-            dml = statement_name(environment, table.product, "dml", version.physical)
-            client.delete_statement(dml, timeout=timeout)
-            client.create_statement(dml, versioned_sql((root / table.dml_path).read_text(), reading),
-                                    compute_pool_id=compute_pool_id,
-                                    labels=statement_labels(table.name, table.code_version, version.version))
-            statements[dml] = client.wait_for_phase(dml, {Phase.RUNNING, Phase.COMPLETED}, timeout).phase
-        yield BlueGreenStep(table=version.table, physical=version.physical, action="new_version",
-                            statements=statements, reason=version.reason)
-    if plan.in_place:
-        executor = PlanExecutor(client, graph, timeout=timeout)
-        executor.physical_names = serving
-        for change in plan.in_place:
-            table = graph.tables[change.table]
-            step = PlanStep(index=0, table=change.table, action=Action.CARRY_OVER, reason=change.reason,
-                            dml_statement=statement_name(environment, table.product, "dml", change.physical),
-                            physical_table=change.physical, state_form=table.state_form,
-                            code_version=table.code_version, compute_pool=compute_pool_id)
-            result = executor.execute(step)
-            yield BlueGreenStep(table=change.table, physical=change.physical, action="in_place",
-                                statements=result.statements, reason=change.reason)
-
-
-def _version_statements(live: dict[str, LiveStatement], table: str, version: int) -> list[str]:
-    """Every statement of one version of a table (its DDL and DML), found by their labels."""
-    return sorted(name for name, s in live.items() if s.table == table and s.version == version)
-
-
-def promote(client: ConfluentClient, tables: list[str] | None = None, timeout: float = 600.0) -> dict[str, int]:
-    """Make candidates serve: the old versions' statements stop and are removed (their tables are kept)."""
-    live = live_statements(client)
-    candidates = candidate_versions(live)
-    current = current_versions(live)
-    promoted = {}
-    for table in sorted(tables or candidates):
-        if table not in candidates:
+def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState,
+                options: PlanOptions) -> DeploymentPlan:
+    """One deployment plan for a commit range: new versions beside the serving ones (parents first),
+    in-place replacements from offsets (DDL first), then an ordinary plan for added tables."""
+    serving = live.serving_versions()
+    wanted = plan_blue_green(graph, changes, serving)
+    options = options.model_copy(update={"physical_names": physical_names(serving)})
+    planner = Planner(graph, live, options)
+    deployed = {v.table for v in wanted.versions if v.table in serving}
+    reading = {**options.physical_names, **{v.table: v.physical for v in wanted.versions if v.table in deployed}}
+    steps: list[PlanStep] = []
+    for version in wanted.versions:
+        if version.table not in deployed:
+            continue  # never deployed: nothing to serve beside; an ordinary plan deploys it below
+        steps.append(planner.table_step(len(steps), version.table, Action.DEPLOY,
+                                        f"new version {version.version} beside the serving one: {version.reason}",
+                                        version=version.version, physical=version.physical, reading=reading))
+    ordinary = sorted({v.table for v in wanted.versions if v.table not in deployed} | set(wanted.added))
+    for change in wanted.in_place:
+        if change.table not in serving:
+            ordinary.append(change.table)
             continue
-        for name in _version_statements(live, table, current[table]):
-            client.delete_statement(name, timeout=timeout)
-        promoted[table] = candidates[table]
-    return promoted
+        step = planner.table_step(len(steps), change.table, Action.REPLACE_IN_PLACE,
+                                  f"compatible stateless change, replaced in place: {change.reason}",
+                                  version=serving[change.table], physical=change.physical)
+        step.alter_sql = [f"ALTER TABLE `{change.physical}` ADD (`{name}` {kind})"
+                          for name, kind in change.added_columns]
+        if step.alter_sql:
+            added = {name for name, _ in change.added_columns}
+            ddl = graph.tables[change.table].ddl
+            step.kept_columns = [c.name for c in (ddl.columns if ddl else []) if not c.computed and c.name not in added]
+        steps.append(step)
+    if ordinary:
+        planner.check_reads(ordinary)
+        decisions = planner.decide(sorted(set(ordinary)))
+        for table in graph.sorted_subset(decisions):
+            if table not in {s.table for s in steps}:
+                steps.append(planner.table_step(len(steps), table, *decisions[table]))
+    return DeploymentPlan(kind="commit", targets=wanted.selection, options=options,
+                          steps=link(graph, _ordered(graph, steps)))
 
 
-def rollback(client: ConfluentClient, tables: list[str] | None = None, timeout: float = 600.0) -> dict[str, int]:
-    """Remove candidates: their statements and tables go; the serving versions were never stopped."""
-    live = live_statements(client)
-    candidates = candidate_versions(live)
-    removed = {}
-    for table in sorted(tables or candidates, reverse=True):
-        if table not in candidates:
-            continue
-        physical = versioned_name(table, candidates[table])
-        for name in _version_statements(live, table, candidates[table]):
-            client.delete_statement(name, timeout=timeout)
-        drop = statement_name("rollback", None, "drop", physical)
-        client.delete_statement(drop, timeout=timeout)
-        client.create_statement(drop, f"DROP TABLE IF EXISTS `{physical}`")
-        client.wait_for_phase(drop, {Phase.COMPLETED}, timeout)
-        client.delete_statement(drop, timeout=timeout)
-        removed[table] = candidates[table]
-    return removed
+def promote_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions,
+                 tables: list[str] | None = None) -> DeploymentPlan:
+    """Candidates serve: the old versions' statements are removed (their tables are kept)."""
+    candidates, serving = live.candidate_versions(), live.serving_versions()
+    chosen = [t for t in sorted(tables or candidates) if t in candidates]
+    steps = [_retire_step(graph, options, Action.PROMOTE, t, serving[t], candidates[t], live) for t in chosen]
+    return DeploymentPlan(kind="promote", targets=chosen, options=options,
+                          steps=[s.model_copy(update={"index": i}) for i, s in enumerate(steps)])
+
+
+def rollback_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions,
+                  tables: list[str] | None = None) -> DeploymentPlan:
+    """Candidates are removed, children first: statements, then tables; the serving versions never stopped."""
+    candidates = live.candidate_versions()
+    chosen = [t for t in sorted(tables or candidates) if t in candidates]
+    ordered = list(reversed(graph.sorted_subset([t for t in chosen if t in graph.tables])))
+    ordered += [t for t in chosen if t not in graph.tables]
+    steps = [_retire_step(graph, options, Action.ROLLBACK, t, candidates[t], candidates[t], live) for t in ordered]
+    return DeploymentPlan(kind="rollback", targets=chosen, options=options,
+                          steps=[s.model_copy(update={"index": i, "depends_on": [i - 1] if i else []})
+                                 for i, s in enumerate(steps)])
+
+
+def _retire_step(graph: ProjectGraph, options: PlanOptions, action: Action, table: str, retired: int,
+                 candidate: int, live: LiveState) -> PlanStep:
+    physical = versioned_name(table, retired)
+    product = graph.tables[table].product if table in graph.tables else None
+    verb = "promoted" if action == Action.PROMOTE else "rolled back"
+    return PlanStep(index=0, action=action, table=table, product=product, version=candidate,
+                    physical_table=physical,
+                    drop_statement=statement_name(options.environment, product, "drop", physical),
+                    retire=[s.name for s in live.statements_of(table, retired)],
+                    reason=f"version {candidate} {verb}: version {retired}'s statements removed")
+
+
+def _ordered(graph: ProjectGraph, steps: list[PlanStep]) -> list[PlanStep]:
+    position = {name: i for i, name in enumerate(graph.order)}
+    return sorted(steps, key=lambda s: position.get(s.table or "", -1))

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 
 from pydantic import BaseModel, Field
 
-from shift_left_dagster.project.analysis import DdlInfo, StateForm
+from shift_left_dagster.project.analysis import Column, DdlInfo, StateForm
 from shift_left_dagster.project.inventory import FileAnalysis, analyse_file
 from shift_left_dagster.project.parsing import FlinkSqlError
 
@@ -33,6 +33,7 @@ class TableChange(BaseModel):
     category: Category
     reasons: list[str] = Field(default_factory=list)
     files: list[str] = Field(default_factory=list)
+    added_columns: list[Column] = Field(default_factory=list)  # nullable columns the new DDL adds
 
 
 class GitError(RuntimeError):
@@ -98,8 +99,15 @@ def _categorise(
     if all(old is None for old, _ in files.values()):
         return TableChange(table=name, folder=folder, category=Category.ADDED, files=listed)
     reasons: list[str] = []
+    added: list[Column] = []
     if "ddl" in files:
-        reasons += schema_breaks(old_ddl.ddl if old_ddl else None, new_ddl.ddl if new_ddl else None)
+        old_info, new_info = (old_ddl.ddl if old_ddl else None), (new_ddl.ddl if new_ddl else None)
+        reasons += schema_breaks(old_info, new_info)
+        if old_info and new_info:
+            known = {c.name for c in old_info.columns}
+            added = [c for c in new_info.columns if c.name not in known]
+            if not reasons and not added:
+                reasons.append("DDL change that ALTER TABLE ADD cannot express (options, watermark, ...)")
     if "dml" in files:
         forms = {a.dml.state_form for a in (old_dml, new_dml) if a and a.dml}
         if StateForm.STATEFUL in forms:
@@ -107,7 +115,8 @@ def _categorise(
     category = Category.BREAKING if reasons else Category.NON_BREAKING
     if not reasons:
         reasons.append("stateless DML change with a compatible schema")
-    return TableChange(table=name, folder=folder, category=category, reasons=reasons, files=listed)
+    return TableChange(table=name, folder=folder, category=category, reasons=reasons, files=listed,
+                       added_columns=added)
 
 
 def _table_name(ddl: FileAnalysis | None, dml: FileAnalysis | None) -> str | None:

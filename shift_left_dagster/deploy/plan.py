@@ -1,78 +1,120 @@
-"""The execution plan: what to create, restart, carry over or leave alone, in what order, and why.
+"""The execution plan: one typed plan for every path (deploy, blue/green, backfill, seeding, promotion).
 
-A pure function of (graph, live statement state, options), so it is tested
-without any service and printed before anything runs (SQLMesh: plan, then
-apply). Rules: DESIGN.md, "Deploying a table".
+Pure functions of (graph, live state, options), tested without any service,
+printed before anything runs and executed by the one executor (SQLMesh: plan,
+then apply). The SQL of every step is rendered here, once, from the text whose
+hash is the table's code version.
+
+Exactly-once rules (DESIGN.md, "Deploying a table"):
+- a table is *deployed* when its DML is RUNNING/PENDING/DEGRADED, STOPPED (then
+  resumed from its latest offsets), or COMPLETED with its table present;
+- a table whose output is recreated (DEPLOY, RECREATE) is a new topic: every
+  deployed child is recreated too, from earliest, and so on down. Nothing ever
+  resumes from offsets of a topic the plan recreates;
+- a replaced statement resumes from carried offsets only where its input
+  topics stay the same (dml-only, in-place replacement);
+- every name a DML reads is a project table, a table of the target or a raw
+  topic the plan seeds, else the plan is refused naming the file and line.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
+from shift_left_dagster.deploy.live import LIVE_PHASES, LiveState
 from shift_left_dagster.deploy.naming import compute_pool_name, statement_name
+from shift_left_dagster.deploy.rewrite import rename_tables
 from shift_left_dagster.project.analysis import StateForm
 from shift_left_dagster.project.graph import ProjectGraph
-from shift_left_dagster.project.inventory import TableType
+from shift_left_dagster.project.inventory import FlinkTable, TableType
 
-# Labels our statements carry, so a later plan knows what runs (and a restart can find it).
-TABLE_LABEL = "sl_table"
-CODE_VERSION_LABEL = "sl_code_version"
-VERSION_LABEL = "sl_version"  # blue/green version of the table the statement writes (1, 2, ...)
 
-LIVE_PHASES = {"RUNNING", "PENDING", "DEGRADED"}
+class PlanError(ValueError):
+    """The plan cannot be made safely; each line names the table (and file:line) and why."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("\n".join(problems))
 
 
 class Action(StrEnum):
     CREATE_POOL = "create_compute_pool"
-    DEPLOY = "deploy"  # create the table, start its DML from earliest
-    RESTART = "restart_with_table_recreation"  # stop the DML, recreate the table, reprocess from earliest
-    CARRY_OVER = "stop_and_resume_from_offsets"  # stop the DML, start it again from its latest offsets
-    REPLACE_DML = "replace_dml"  # dml-only: keep the table, replace its statement
+    SEED = "seed_raw_topic"  # local service: create a raw topic from the project's seeds/
+    DEPLOY = "deploy"  # (re)create the table, start the DML from earliest (or the range start)
+    RECREATE = "recreate"  # stop the DML, drop and recreate the table, reprocess from earliest
+    RESUME = "resume"  # a STOPPED statement with the same code: resumed from its latest offsets
+    REPLACE_DML = "replace_dml"  # dml-only: table kept, statement replaced (from offsets when stateless)
+    REPLACE_IN_PLACE = "replace_in_place"  # compatible stateless change: ALTER, swap from offsets, verify
+    BACKFILL = "backfill_window"  # a bounded statement over a window of event time
+    PROMOTE = "promote"  # a candidate version serves: the old version's statements are removed
+    ROLLBACK = "rollback"  # a candidate version is removed: statements, then its table
     SKIP = "skip"
 
 
-class LiveStatement(BaseModel):
-    """What the plan needs to know of a statement that exists on the service."""
+# Actions after which a table's topic is new: its children must be recreated.
+RECREATING = frozenset({Action.DEPLOY, Action.RECREATE})
 
-    name: str
-    phase: str
-    compute_pool_id: str | None = None
-    code_version: str | None = None
-    sql: str | None = None
-    table: str | None = None  # the logical table it writes (label)
-    version: int = 1  # its blue/green version (label)
+
+class PoolRef(BaseModel):
+    """The compute pool a step runs in: an existing pool id, or one a CREATE_POOL step makes."""
+
+    id: str | None = None
+    create: str | None = None  # display name
+
+    def __str__(self) -> str:
+        return self.id or f"new pool {self.create}"
 
 
 class PlanOptions(BaseModel):
     environment: str = "dev"
     dml_only: bool = False
     force_sources: bool = False
-    may_start_children: bool = False
+    may_start_children: bool = False  # also deploy descendants that are not deployed
     compute_pool_id: str | None = None  # the configured pool, when there is one
     start_at: datetime | None = None  # (re)deployed statements read their sources from here, not earliest
-    physical_names: dict[str, str] = Field(default_factory=dict)  # logical -> running version (blue/green)
+    physical_names: dict[str, str] = Field(default_factory=dict)  # logical -> serving version (blue/green)
+    reject_topics_prefixes: list[str] = Field(default_factory=list)  # external names never accepted
+    seeds: dict[str, str] = Field(default_factory=dict)  # raw topic -> seed file creating it (local service)
 
 
 class PlanStep(BaseModel):
     index: int
-    table: str | None  # None for a compute pool step
     action: Action
     reason: str
+    table: str | None = None  # logical name; None for pool and seed steps
+    product: str | None = None  # part of statement names
+    version: int = 1  # blue/green version the step deploys
+    physical_table: str | None = None  # the name deployed (a blue/green version)
     ddl_statement: str | None = None
     dml_statement: str | None = None
-    drop_statement: str | None = None  # the DROP TABLE run before a table is recreated
-    physical_table: str | None = None  # the name the table is deployed as (a blue/green version)
-    compute_pool: str | None = None  # an id, or "new:<display name>" created by an earlier step
+    drop_statement: str | None = None
+    ddl_sql: str | None = None  # rendered once, physical names applied
+    dml_sql: str | None = None
+    alter_sql: list[str] = Field(default_factory=list)  # in-place: DDL changes (nullable columns added)
+    kept_columns: list[str] = Field(default_factory=list)  # in-place: the columns the table had before
+    pool: PoolRef | None = None
     state_form: StateForm | None = None
     code_version: str | None = None
+    start_at: datetime | None = None  # DML reads its sources from here (else earliest or carried offsets)
+    end_at: datetime | None = None  # BACKFILL: bounded end of the window
+    carry_offsets: bool = False  # start the new DML from the replaced one's latest offsets
+    validate_first: bool = False  # compile the new DML on the target before destroying anything
+    retire: list[str] = Field(default_factory=list)  # statements removed (PROMOTE, ROLLBACK)
+    seed_file: str | None = None
     depends_on: list[int] = Field(default_factory=list)
+
+    @property
+    def touches_table(self) -> bool:
+        return self.table is not None and self.action != Action.SKIP
 
 
 class DeploymentPlan(BaseModel):
+    kind: str = "deploy"  # deploy | commit | backfill | promote | rollback
     targets: list[str]
     options: PlanOptions
     steps: list[PlanStep]
@@ -84,177 +126,292 @@ class DeploymentPlan(BaseModel):
     def changes(self) -> list[PlanStep]:
         return [s for s in self.steps if s.action != Action.SKIP]
 
+    @property
+    def recreated(self) -> set[str]:
+        return {s.table for s in self.steps if s.table and s.action in RECREATING}
+
+
+class TableState(StrEnum):
+    MISSING = "missing"
+    FAILED = "failed"
+    RUNNING = "running"
+    STOPPED = "stopped"
+    COMPLETED = "completed"  # a bounded DML that finished, its table present (or a DDL-only table)
+
+    @property
+    def deployed(self) -> bool:
+        return self in (TableState.RUNNING, TableState.STOPPED, TableState.COMPLETED)
+
+
+Decision = tuple[Action, str]
+
 
 def build_plan(
     graph: ProjectGraph,
     targets: list[str],
-    live: dict[str, LiveStatement],
+    live: LiveState,
     options: PlanOptions | None = None,
 ) -> DeploymentPlan:
-    """Plan the deployment of `targets` (and what they need) against the live statements."""
+    """Plan the deployment of `targets` (and what they need) against what is live."""
     options = options or PlanOptions()
-    planner = _Planner(graph, live, options)
-    for target in sorted(set(targets)):
+    wanted = sorted(set(targets))
+    for target in wanted:
         graph.require(target)
-    decisions = planner.decide(sorted(set(targets)))
-    return DeploymentPlan(targets=sorted(set(targets)), options=options, steps=planner.steps(decisions))
+    planner = Planner(graph, live, options)
+    decisions = planner.decide(wanted)
+    planner.check_reads([t for t, (action, _) in decisions.items() if action != Action.SKIP])
+    return DeploymentPlan(targets=wanted, options=options, steps=planner.steps(decisions))
 
 
-class _Planner:
-    def __init__(self, graph: ProjectGraph, live: dict[str, LiveStatement], options: PlanOptions):
+class Planner:
+    """Decisions for one plan; also the step factory other plan kinds (blue/green, backfill) use."""
+
+    def __init__(self, graph: ProjectGraph, live: LiveState, options: PlanOptions):
         self.graph, self.live, self.options = graph, live, options
+        self.seeded: set[str] = set()
 
-    # -- naming and live state ------------------------------------------------------------
+    # -- names and live state -----------------------------------------------------------------
 
-    def names(self, table: str) -> tuple[str, str | None]:
+    def physical(self, table: str) -> str:
+        return self.options.physical_names.get(table, table)
+
+    def names(self, table: str, physical: str | None = None) -> tuple[str, str | None]:
         info = self.graph.tables[table]
-        physical = self.options.physical_names.get(table, table)
+        physical = physical or self.physical(table)
         ddl = statement_name(self.options.environment, info.product, "ddl", physical)
         dml = statement_name(self.options.environment, info.product, "dml", physical) if info.dml else None
         return ddl, dml
 
-    def running(self, table: str) -> LiveStatement | None:
-        """The live statement that makes a table 'running' (its DML; its DDL when it has none)."""
+    def table_exists(self, physical: str) -> bool | None:
+        return None if self.live.tables is None else physical in self.live.tables
+
+    def state(self, table: str) -> TableState:
         ddl, dml = self.names(table)
-        statement = self.live.get(dml) if dml else self.live.get(ddl)
+        exists = self.table_exists(self.physical(table))
+        if dml is None:  # a table with no DML: deployed once its table exists
+            statement = self.live.statements.get(ddl)
+            done = exists if exists is not None else bool(statement and statement.phase == "COMPLETED")
+            return TableState.COMPLETED if done else TableState.MISSING
+        statement = self.live.statements.get(dml)
         if statement is None:
-            return None
-        ok = LIVE_PHASES if dml else {"COMPLETED"}
-        return statement if statement.phase in ok else None
+            return TableState.MISSING
+        if statement.phase in LIVE_PHASES:
+            return TableState.RUNNING
+        if statement.phase in ("STOPPED", "STOPPING"):
+            return TableState.STOPPED
+        if statement.phase == "COMPLETED":
+            return TableState.COMPLETED if exists is not False else TableState.MISSING
+        return TableState.FAILED
 
     def unchanged(self, table: str) -> bool:
-        statement = self.running(table)
+        ddl, dml = self.names(table)
+        statement = self.live.statements.get(dml or ddl)
         return statement is not None and statement.code_version == self.graph.tables[table].code_version
 
-    # -- decisions ------------------------------------------------------------------------
+    # -- decisions ----------------------------------------------------------------------------
 
-    def decide(self, targets: list[str]) -> dict[str, tuple[Action, str]]:
-        decisions: dict[str, tuple[Action, str]] = {}
-        recreated: set[str] = set()  # tables whose output is recreated by this plan
-
-        def settle(table: str, action: Action, reason: str) -> None:
-            if table not in decisions:
-                decisions[table] = (action, reason)
-                if action in (Action.DEPLOY, Action.RESTART):
-                    recreated.add(table)
-
-        # Targets and their ancestors, parents before children (sources first).
+    def decide(self, targets: list[str]) -> dict[str, Decision]:
+        decisions: dict[str, Decision] = {}
         wanted = set(targets)
         scope = wanted | {a for target in targets for a in self.graph.ancestors(target)}
         for table in self.graph.sorted_subset(scope):
+            recreated = [p for p in self.graph.parents[table] if decisions.get(p, (None,))[0] in RECREATING]
             decide = self.target_action if table in wanted else self.ancestor_action
-            settle(table, *decide(table, recreated))
-        # Children: breadth-first from every table whose output is recreated.
-        queue = deque(self.graph.sorted_subset(recreated))
+            decisions[table] = decide(table, recreated)
+        self.follow_children(decisions)
+        return decisions
+
+    def follow_children(self, decisions: dict[str, Decision]) -> None:
+        """Every deployed descendant of a recreated table is recreated (its topic, from earliest)."""
+        queue = deque(t for t in self.graph.sorted_subset(decisions) if decisions[t][0] in RECREATING)
         while queue:
             parent = queue.popleft()
             for child in self.graph.children[parent]:
                 if child in decisions:
                     continue
-                action, reason = self.child_action(child, parent)
-                if action == Action.SKIP:
-                    continue  # not running: nothing to do, and not part of the plan
-                settle(child, action, reason)
-                if action == Action.RESTART:
-                    queue.append(child)
-        return decisions
+                state = self.state(child)
+                if state.deployed:
+                    decisions[child] = (Action.RECREATE, f"reads {parent}, whose topic is recreated: "
+                                                         "table recreated, reprocessed from earliest")
+                elif self.options.may_start_children:
+                    decisions[child] = (Action.DEPLOY, f"may-start-children: {state.value}, deployed after {parent}")
+                else:
+                    continue
+                queue.append(child)
 
-    def ancestor_action(self, table: str, recreated: set[str]) -> tuple[Action, str]:
+    def ancestor_action(self, table: str, recreated: list[str]) -> Decision:
         info = self.graph.tables[table]
-        changed_parents = [p for p in self.graph.parents[table] if p in recreated]
-        running = self.running(table)
+        state = self.state(table)
         if info.type == TableType.SOURCE and self.options.force_sources:
-            verb = Action.RESTART if running else Action.DEPLOY
-            return verb, "source redeployed: force-sources"
-        if running is None:
-            return Action.DEPLOY, "ancestor not running: deployed before its children"
-        if changed_parents:
-            return Action.RESTART, f"parent {', '.join(changed_parents)} is recreated: reprocessed from earliest"
+            return (Action.RECREATE if state.deployed else Action.DEPLOY), "source redeployed: force-sources"
+        if not state.deployed:
+            return Action.DEPLOY, f"ancestor {state.value}: deployed before its children"
+        if recreated:
+            return Action.RECREATE, f"reads {', '.join(recreated)}, whose topic is recreated"
         note = "" if self.unchanged(table) else " (its code changed: select it to redeploy)"
-        return Action.SKIP, f"ancestor already {running.phase}{note}"
+        if state == TableState.STOPPED:
+            return Action.RESUME, f"ancestor stopped: resumed from its latest offsets{note}"
+        return Action.SKIP, f"ancestor already {state.value}{note}"
 
-    def target_action(self, table: str, recreated: set[str]) -> tuple[Action, str]:
-        running = self.running(table)
-        changed_parents = [p for p in self.graph.parents[table] if p in recreated]
+    def target_action(self, table: str, recreated: list[str]) -> Decision:
+        state = self.state(table)
+        unchanged = self.unchanged(table)
         if self.options.dml_only:
-            if running and self.unchanged(table) and not changed_parents:
-                return Action.SKIP, f"{running.phase} with the same code version"
-            return Action.REPLACE_DML, "dml-only: table kept, statement replaced"
-        if running is None:
-            return Action.DEPLOY, "not running"
-        if changed_parents:
-            return Action.RESTART, f"parent {', '.join(changed_parents)} is recreated"
-        if self.unchanged(table):
-            return Action.SKIP, f"{running.phase} with the same code version"
-        return Action.RESTART, "code changed: table recreated, reprocessed from earliest"
+            return self.dml_only_action(table, state, unchanged, recreated)
+        if not state.deployed:
+            return Action.DEPLOY, state.value if state == TableState.MISSING else "its statement FAILED: redeployed"
+        if recreated:
+            return Action.RECREATE, f"reads {', '.join(recreated)}, whose topic is recreated"
+        if state == TableState.STOPPED:
+            if unchanged:
+                return Action.RESUME, "stopped with the same code version: resumed from its latest offsets"
+            return Action.RECREATE, "stopped, and its code changed: table recreated, reprocessed from earliest"
+        if unchanged:
+            return Action.SKIP, f"{state.value} with the same code version"
+        return Action.RECREATE, "code changed: table recreated, reprocessed from earliest"
 
-    def child_action(self, child: str, parent: str) -> tuple[Action, str]:
-        if self.running(child) is None:
-            return Action.SKIP, "not running"
-        if self.options.may_start_children:
-            return Action.RESTART, f"may-start-children: restarted because {parent} is recreated"
-        if self.graph.tables[child].state_form == StateForm.STATEFUL:
-            return Action.RESTART, f"stateful child of recreated {parent}: table recreated, reprocessed from earliest"
-        return Action.CARRY_OVER, (f"stateless child of recreated {parent}: stopped and resumed from its offsets "
-                                   f"(from earliest on {parent}'s new topic)")
+    def dml_only_action(self, table: str, state: TableState, unchanged: bool, recreated: list[str]) -> Decision:
+        info = self.graph.tables[table]
+        if info.dml is None:
+            raise PlanError([f"{info.ddl_path}: dml-only deploy of {table}, which has no DML"])
+        if self.table_exists(self.physical(table)) is False:
+            raise PlanError([f"{info.dml_path}: dml-only deploy of {table}, but table {self.physical(table)} does "
+                             f"not exist on {self.options.environment}: deploy it without dml-only"])
+        if recreated:
+            return Action.RECREATE, (f"dml-only overridden: reads {', '.join(recreated)}, whose topic is recreated "
+                                     "(a kept table would get its history twice)")
+        if state.deployed and unchanged:
+            if state == TableState.STOPPED:
+                return Action.RESUME, "stopped with the same code version: resumed from its latest offsets"
+            return Action.SKIP, f"{state.value} with the same code version"
+        if info.state_form == StateForm.STATEFUL and not info.primary_key:
+            raise PlanError([f"{info.dml_path}: dml-only deploy of {table}: its DML is stateful and its table is "
+                             "append-only, so reprocessing into the kept table would duplicate rows: "
+                             "deploy it without dml-only"])
+        if info.state_form == StateForm.STATEFUL:
+            return Action.REPLACE_DML, "dml-only: table kept, stateful statement replaced from earliest (upserts)"
+        return Action.REPLACE_DML, "dml-only: table kept, statement replaced from its latest offsets"
 
-    # -- steps ----------------------------------------------------------------------------
+    # -- names a DML reads --------------------------------------------------------------------
 
-    def pool_for(self, table: str) -> tuple[str, str | None]:
-        """(pool reference, name of a pool to create or None)."""
+    def check_reads(self, tables: list[str]) -> None:
+        """Refuse a plan whose DML reads a name that is neither a project table, a table of the target,
+        nor a raw topic the plan seeds; names with a rejected prefix are never accepted as external."""
+        problems = []
+        for table in self.graph.sorted_subset(tables):
+            for name in self.graph.external_sources[table]:
+                problem = self.unknown_read(name)
+                if problem:
+                    info = self.graph.tables[table]
+                    problems.append(f"{_where(self.graph, info, name)}: {table} reads {name}: {problem}")
+        if problems:
+            raise PlanError(problems)
+
+    def unknown_read(self, name: str) -> str | None:
+        rejected = [p for p in self.options.reject_topics_prefixes if name.startswith(p)]
+        if rejected:
+            return (f"not a table of the project, and its prefix {rejected[0]!r} is in "
+                    "kafka.reject_topics_prefixes (a typo of a project table?)")
+        if name in self.options.seeds:
+            self.seeded.add(name)
+            return None
+        if self.live.tables is None or name in self.live.tables:
+            return None
+        return f"not a table of the project nor a topic of environment {self.options.environment}"
+
+    # -- steps --------------------------------------------------------------------------------
+
+    def pool_for(self, table: str) -> PoolRef:
         if self.options.compute_pool_id:
-            return self.options.compute_pool_id, None
+            return PoolRef(id=self.options.compute_pool_id)
         for name in self.names(table):
-            statement = self.live.get(name) if name else None
+            statement = self.live.statements.get(name) if name else None
             if statement is not None and statement.compute_pool_id:
-                return statement.compute_pool_id, None
-        pool = compute_pool_name(self.options.environment, self.graph.tables[table].product)
-        return f"new:{pool}", pool
+                return PoolRef(id=statement.compute_pool_id)
+        return PoolRef(create=compute_pool_name(self.options.environment, self.graph.tables[table].product))
 
-    def steps(self, decisions: dict[str, tuple[Action, str]]) -> list[PlanStep]:
+    def rendered(self, table: str, reading: dict[str, str]) -> tuple[str | None, str | None]:
+        """A table's DDL and DML text with every project table renamed to the version it uses."""
+        info = self.graph.tables[table]
+        renames = {k: v for k, v in reading.items() if k != v}
+        render = (lambda sql: rename_tables(sql, renames)) if renames else (lambda sql: sql)
+        return (render(info.ddl_sql) if info.ddl_sql else None, render(info.dml_sql) if info.dml_sql else None)
+
+    def table_step(self, index: int, table: str, action: Action, reason: str, *, version: int = 1,
+                   physical: str | None = None, reading: dict[str, str] | None = None) -> PlanStep:
+        info = self.graph.tables[table]
+        physical = physical or self.physical(table)
+        ddl, dml = self.names(table, physical)
+        step = PlanStep(index=index, action=action, reason=reason, table=table, product=info.product,
+                        version=version,
+                        physical_table=physical, ddl_statement=ddl, dml_statement=dml,
+                        drop_statement=statement_name(self.options.environment, info.product, "drop", physical),
+                        state_form=info.state_form, code_version=info.code_version)
+        if action == Action.SKIP:
+            return step
+        step.pool = self.pool_for(table)
+        if action in (Action.RESUME,):
+            return step
+        step.ddl_sql, step.dml_sql = self.rendered(table, reading or self.options.physical_names)
+        step.start_at = self.options.start_at if action in RECREATING else None
+        step.carry_offsets = action in (Action.REPLACE_DML, Action.REPLACE_IN_PLACE) and (
+            info.state_form != StateForm.STATEFUL)
+        step.validate_first = action != Action.DEPLOY or self.table_exists(physical) is not False
+        return step
+
+    def steps(self, decisions: dict[str, Decision]) -> list[PlanStep]:
         steps: list[PlanStep] = []
-        pool_steps: dict[str, int] = {}
-        table_steps: dict[str, int] = {}
+        for topic in sorted(self.seeded - (self.live.tables or set())):
+            steps.append(PlanStep(index=len(steps), action=Action.SEED, reason="raw topic missing: seeded",
+                                  physical_table=topic, seed_file=self.options.seeds[topic]))
+        seed_steps = [s.index for s in steps]
         for table in self.graph.sorted_subset(decisions):
             action, reason = decisions[table]
-            info = self.graph.tables[table]
-            ddl, dml = self.names(table)
-            pool, to_create = (None, None) if action == Action.SKIP else self.pool_for(table)
-            depends = sorted(table_steps[p] for p in self.graph.parents[table] if p in table_steps)
-            if to_create:
-                if to_create not in pool_steps:
-                    pool_steps[to_create] = len(steps)
-                    steps.append(
-                        PlanStep(index=len(steps), table=None, action=Action.CREATE_POOL, compute_pool=pool,
-                                 reason=f"no configured pool and none in use for product {info.product or '-'}")
-                    )
-                depends = sorted({*depends, pool_steps[to_create]})
-            table_steps[table] = len(steps)
-            steps.append(
-                PlanStep(
-                    index=len(steps),
-                    table=table,
-                    action=action,
-                    reason=reason,
-                    ddl_statement=ddl,
-                    dml_statement=dml,
-                    drop_statement=statement_name(self.options.environment, info.product, "drop",
-                                                  self.options.physical_names.get(table, table)),
-                    physical_table=self.options.physical_names.get(table, table),
-                    compute_pool=pool,
-                    state_form=info.state_form,
-                    code_version=info.code_version,
-                    depends_on=depends,
-                )
-            )
-        return steps
+            steps.append(self.table_step(len(steps), table, action, reason))
+        return link(self.graph, steps, extra=seed_steps)
+
+
+def link(graph: ProjectGraph, steps: list[PlanStep], extra: list[int] | None = None) -> list[PlanStep]:
+    """Pool steps for pools to create, and each step's dependencies: its parents' steps (and `extra`)."""
+    linked: list[PlanStep] = []
+    pools: dict[str, int] = {}
+    by_table: dict[str, int] = {}
+    for step in steps:
+        if step.table is None:
+            linked.append(step.model_copy(update={"index": len(linked)}))
+            continue
+        depends = [by_table[p] for p in graph.parents[step.table] if p in by_table]
+        depends += [i for i in extra or [] if step.action != Action.SKIP]
+        if step.pool is not None and step.pool.create:
+            if step.pool.create not in pools:
+                pools[step.pool.create] = len(linked)
+                linked.append(PlanStep(index=len(linked), action=Action.CREATE_POOL, pool=step.pool,
+                                       reason=f"no configured pool and none in use for {step.pool.create}"))
+            depends.append(pools[step.pool.create])
+        by_table[step.table] = len(linked)
+        linked.append(step.model_copy(update={"index": len(linked), "depends_on": sorted(set(depends))}))
+    return linked
+
+
+def _where(graph: ProjectGraph, table: FlinkTable, name: str) -> str:
+    """file:line of the first mention of `name` in the table's DML (or DDL)."""
+    path = table.dml_path or table.ddl_path or table.folder
+    try:
+        text = (graph.inventory.root / path).read_text()
+    except OSError:
+        return path
+    pattern = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])", re.IGNORECASE)
+    for number, line in enumerate(text.splitlines(), start=1):
+        if pattern.search(line):
+            return f"{path}:{number}"
+    return path
 
 
 def render_plan(plan: DeploymentPlan) -> str:
-    """One line a step, for terminals and run logs."""
-    lines = [f"plan for {', '.join(plan.targets)}: {len(plan.changes)} change(s)"]
+    """One line a step: the same text for terminals, run logs and reviews."""
+    lines = [f"{plan.kind} plan for {', '.join(plan.targets) or '-'}: {len(plan.changes)} change(s)"]
     for step in plan.steps:
-        what = step.table or step.compute_pool
+        what = step.physical_table or step.table or (str(step.pool) if step.pool else "")
         after = f" after {','.join(map(str, step.depends_on))}" if step.depends_on else ""
-        lines.append(f"{step.index:3d}. {step.action.value:30} {what:32} {step.reason}{after}")
+        lines.append(f"{step.index:3d}. {step.action.value:22} {what:32} {step.reason}{after}")
     return "\n".join(lines)

@@ -31,6 +31,24 @@ def with_source_options(sql: str, options_by_table: dict[str, dict[str, str]]) -
     return to_flink_sql(tree)
 
 
+def queries_of(sql: str) -> list[str]:
+    """The queries a DML runs (one per INSERT of a statement set), as Flink SQL: what EXPLAIN validates
+    without needing the sink table in its new shape."""
+    tree = parse_one_statement(sql).tree
+    return [to_flink_sql(insert.expression) for insert in tree.find_all(exp.Insert)]
+
+
+def with_insert_columns(sql: str, columns: list[str]) -> str:
+    """`INSERT INTO t SELECT ...` -> `INSERT INTO t (c1, c2, ...) SELECT ...`: the statement writes these
+    columns only (the others are NULL), so it still runs after nullable columns were added."""
+    tree = parse_one_statement(sql).tree
+    for insert in tree.find_all(exp.Insert):
+        target = insert.this
+        if isinstance(target, exp.Table):
+            insert.set("this", exp.Schema(this=target, expressions=[exp.to_identifier(c) for c in columns]))
+    return to_flink_sql(tree)
+
+
 def specific_offsets_options(offsets: dict[int, int]) -> dict[str, str]:
     """The hint that starts a source at the given per-partition offsets."""
     spec = ";".join(f"partition:{p},offset:{o}" for p, o in sorted(offsets.items()))

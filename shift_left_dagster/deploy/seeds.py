@@ -1,8 +1,8 @@
 """Seed raw topics from `seeds/*.sql` (CREATE TABLE + INSERT ... VALUES), for local and test set-ups.
 
-Raw topics come from connectors in real life; the local service has none, so
-a project's seed files stand in. Seeding is idempotent: a raw table whose
-topic exists already is left alone.
+Raw topics come from connectors in real life; the local service has none, so a
+project's seed files stand in. The plan adds a SEED step for each raw topic its
+DMLs read that does not exist yet; the executor runs the file's statements.
 """
 
 from __future__ import annotations
@@ -12,29 +12,41 @@ from pathlib import Path
 from sqlglot import exp
 
 from shift_left_dagster.confluent.client import ConfluentClient
-from shift_left_dagster.confluent.models import Phase
-from shift_left_dagster.deploy.naming import statement_name
+
 from shift_left_dagster.project.parsing import parse_statements
 
 
-def seed_raw_topics(
-    client: ConfluentClient, seeds_dir: Path, only: set[str] | None = None, timeout: float = 300.0
-) -> list[str]:
-    """Run the seed file of every raw table (of `only`, when given) that does not exist yet."""
-    existing = {topic.topic_name for topic in client.list_topics()}
-    seeded = []
+def seed_statements(path: Path) -> list[tuple[str, str]]:
+    """(kind, sql) of each statement of a seed file: 'ddl' for its CREATE, 'dml' for the inserts."""
+    return [("ddl" if isinstance(s.tree, exp.Create) else "dml", s.sql)
+            for s in parse_statements(path.read_text(), str(path))]
+
+
+def seed_files(seeds_dir: Path) -> dict[str, str]:
+    """Raw topic -> the seed file (name, relative to `seeds_dir`) that creates it."""
+    if not seeds_dir.is_dir():
+        return {}
+    found = {}
     for path in sorted(seeds_dir.glob("*.sql")):
         statements = parse_statements(path.read_text(), str(path))
         creates = [s for s in statements if isinstance(s.tree, exp.Create)]
-        table = creates[0].tree.find(exp.Table).name if creates else path.stem
-        if table in existing or (only is not None and table not in only):
-            continue
-        for index, statement in enumerate(statements):
-            name = statement_name("seed", None, "ddl" if isinstance(statement.tree, exp.Create) else "dml",
-                                  f"{table}-{index}")
-            client.delete_statement(name, timeout=timeout)
-            client.create_statement(name, statement.sql)
-            client.wait_for_phase(name, {Phase.COMPLETED}, timeout)
-            client.delete_statement(name, timeout=timeout)
-        seeded.append(table)
-    return seeded
+        table = creates[0].tree.find(exp.Table) if creates else None
+        found[table.name if table is not None else path.stem] = path.name
+    return found
+
+
+def seed_raw_topics(client: ConfluentClient, seeds_dir: Path, only: set[str] | None = None,
+                    timeout: float = 300.0) -> list[str]:
+    """Seed every raw topic (of `only`, when given) that does not exist yet: SEED steps of a plan, run by
+    the one executor. Idempotent."""
+    from shift_left_dagster.deploy.executor import PlanExecutor
+    from shift_left_dagster.deploy.plan import Action, DeploymentPlan, PlanOptions, PlanStep
+
+    existing = {topic.topic_name for topic in client.list_topics()}
+    wanted = {t: f for t, f in seed_files(seeds_dir).items() if t not in existing and (only is None or t in only)}
+    steps = [PlanStep(index=i, action=Action.SEED, reason="raw topic missing: seeded", physical_table=t, seed_file=f)
+             for i, (t, f) in enumerate(sorted(wanted.items()))]
+    plan = DeploymentPlan(kind="seed", targets=sorted(wanted), options=PlanOptions(), steps=steps)
+    for _ in PlanExecutor(client, timeout=timeout, seeds_root=seeds_dir).run(plan):
+        pass
+    return sorted(wanted)

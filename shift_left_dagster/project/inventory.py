@@ -71,6 +71,8 @@ class FlinkTable(BaseModel):
     dml_path: str | None = None
     ddl: DdlInfo | None = None
     dml: DmlInfo | None = None
+    ddl_sql: str | None = None  # normalised text: what is deployed, and what code_version hashes
+    dml_sql: str | None = None
     code_version: str
 
     @property
@@ -324,6 +326,27 @@ def _assemble(
             dml_path=entry.dml,
             ddl=ddl.ddl if ddl else None,
             dml=dml.dml if dml else None,
+            ddl_sql=ddl.normalized_sql if ddl else None,
+            dml_sql=dml.normalized_sql if dml else None,
             code_version=code.hexdigest(),
         )
+    return _with_changelog_state(tables)
+
+
+CHANGELOG_MODES_WITH_STATE = ("upsert", "retract")
+
+
+def _with_changelog_state(tables: dict[str, FlinkTable]) -> dict[str, FlinkTable]:
+    """State form as Flink's planner has it: a DML whose shape is stateless but that reads an upsert or
+    retract table of the project keeps state all the same (Flink adds ChangelogNormalize, state per key),
+    e.g. `INSERT INTO t SELECT id, UPPER(name) FROM upsert_table` is stateful."""
+    for table in tables.values():
+        if table.dml is None or table.dml.state_form == StateForm.STATEFUL:
+            continue
+        normalised = [p for p in table.dml.tables_read
+                      if p in tables and tables[p].ddl and tables[p].ddl.changelog_mode in CHANGELOG_MODES_WITH_STATE]
+        if normalised:
+            reasons = [f"reads the {tables[p].ddl.changelog_mode} changelog of {p} (ChangelogNormalize)"
+                       for p in normalised]
+            table.dml = table.dml.model_copy(update={"state_form": StateForm.STATEFUL, "state_reasons": reasons})
     return tables

@@ -9,23 +9,22 @@ deployed and rolled back, leaving the serving version untouched.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from dagster import AssetSelection, DagsterInstance, materialize
 
-from shift_left_dagster.defs.assets import FlinkProject, flink_assets
+from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
 from shift_left_dagster.defs.definitions import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
 from shift_left_dagster.defs.promotion import promotion_jobs
-from shift_left_dagster.deploy.bluegreen import rollback
+from shift_left_dagster.deploy.deployment import Deployer
+from shift_left_dagster.project.config import local_defaults
 from shift_left_dagster.local.process import InProcessService
 from tests.integration import expected_p1
-from tests.integration.support import PROJECT, client_for, quiesce, seed_rows, select, wired
+from tests.integration.support import client_for, git, project_repo, quiesce, seed_rows, select, wired
 
 pytestmark = pytest.mark.service
 
@@ -33,9 +32,6 @@ INT1 = "pipelines/intermediates/p1/int_table_1/sql-scripts/dml.int_table_1.sql"
 RAW = ("raw_orders", "raw_customers", "raw_payments")
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +46,7 @@ def expected_fct(unknown_name: str) -> list[tuple]:
 
 
 def run(repo: Path, url: str, instance: DagsterInstance, selection: AssetSelection, tags=None):  # type: ignore[no-untyped-def]
-    result = materialize(flink_assets(FlinkProject(repo / "pipelines")), selection=selection,
+    result = materialize(build_flink_assets(FlinkProject(repo / "pipelines")), selection=selection,
                          resources=flink_resources(ConfluentFlinkResource(mode="local", local_url=url)),
                          instance=instance, tags=tags)
     assert result.success
@@ -62,11 +58,7 @@ def serving(client) -> dict[str, str]:  # type: ignore[no-untyped-def]
 
 
 def test_blue_green_deploy_check_promote_then_rollback(service, tmp_path):  # type: ignore[no-untyped-def]
-    repo = tmp_path / "project"
-    shutil.copytree(PROJECT, repo, ignore=shutil.ignore_patterns(".shift_left_dagster"))
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "initial")
+    repo = project_repo(tmp_path)
     client = client_for(service.url)
     instance = DagsterInstance.ephemeral()
     p1 = AssetSelection.assets("fct_order").upstream() - AssetSelection.assets(*RAW)
@@ -104,7 +96,7 @@ def test_blue_green_deploy_check_promote_then_rollback(service, tmp_path):  # ty
     messages = [r.user_message for r in instance.all_logs(promoted_run.run_id)]
     assert any("'fct_order': {'only_old': 0, 'only_new': 0}" in m and "'int_table_1': {'only_old': 0" in m
                for m in messages), messages
-    assert any("promoted: {'fct_order': 2, 'int_table_1': 2}" in m for m in messages)
+    assert any("promote plan for fct_order, int_table_1: 2 change(s)" in m for m in messages), messages
     running = serving(client)
     assert not [n for n in green if n.endswith(("-int-table-1", "-fct-order")) and n in running]
     assert {n for n in running if n.endswith("-v2")} == {"local-p1-dml-int-table-1-v2", "local-p1-dml-fct-order-v2"}
@@ -124,7 +116,10 @@ def test_blue_green_deploy_check_promote_then_rollback(service, tmp_path):  # ty
         tags={SINCE_TAG: before, COMMIT_TAG: after})
     assert {n for n in serving(client) if n.endswith("-v3")} == {"local-p1-dml-int-table-1-v3",
                                                                   "local-p1-dml-fct-order-v3"}
-    assert rollback(client) == {"fct_order": 3, "int_table_1": 3}
+    project = FlinkProject(repo / "pipelines")
+    rollback = Deployer(client=client, graph=project.graph, config=local_defaults(service.url)).rollback()
+    assert {(s.table, s.version) for s in rollback.plan.steps} == {("fct_order", 3), ("int_table_1", 3)}
+    rollback.wait()
     assert serving(client) == promoted
     assert "fct_order_v3" not in {t.topic_name for t in client.list_topics()}
     quiesce(service.url)

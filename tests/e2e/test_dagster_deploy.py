@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from dagster import AssetKey, AssetSelection, materialize
 
-from shift_left_dagster.defs.assets import FlinkProject, flink_assets
+from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
 from shift_left_dagster.defs.definitions import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.local.process import InProcessService
@@ -27,7 +27,7 @@ def service(spark, tmp_path_factory) -> Iterator[InProcessService]:  # type: ign
 
 
 def materialize_p1(url: str):  # type: ignore[no-untyped-def]
-    assets = flink_assets(FlinkProject(PROJECT / "pipelines"))
+    assets = build_flink_assets(FlinkProject(PROJECT / "pipelines"))
     return materialize(
         assets,
         selection=AssetSelection.assets("fct_order").upstream() - AssetSelection.assets(

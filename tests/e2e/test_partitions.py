@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from dagster import AssetKey, AssetSelection, DagsterInstance, materialize
 
-from shift_left_dagster.defs.assets import FlinkProject, flink_assets
+from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
 from shift_left_dagster.defs.partitions import PartitionsConfig
 from shift_left_dagster.defs.definitions import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
@@ -77,7 +77,7 @@ def service(spark, tmp_path_factory) -> Iterator[InProcessService]:  # type: ign
 
 
 def run_range(project_root: Path, url: str, instance: DagsterInstance, start: str, end: str, **config):  # type: ignore[no-untyped-def]
-    assets = flink_assets(FlinkProject(project_root / "pipelines"), partitions=PARTITIONS)
+    assets = build_flink_assets(FlinkProject(project_root / "pipelines"), partitions_def=PARTITIONS.definition())
     return materialize(
         assets,
         selection=AssetSelection.assets(AssetKey("clicks"), AssetKey("clicks_daily")),

@@ -128,3 +128,23 @@ def wire(value: Any) -> Any:
 
 def wired(rows: list[tuple]) -> list[tuple]:
     return sorted((tuple(wire(v) for v in row) for row in rows), key=repr)
+
+
+def git(repo: Path, *args: str) -> str:
+    """git in a test repository (a fixed identity, so commits work on any machine)."""
+    import subprocess
+
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def project_repo(where: Path) -> Path:
+    """A copy of the sample project as a git repository with one commit (what the git sensor watches)."""
+    import shutil
+
+    repo = where / "project"
+    shutil.copytree(PROJECT, repo, ignore=shutil.ignore_patterns(".shift_left_dagster"))
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "initial")
+    return repo

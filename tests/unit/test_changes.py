@@ -101,9 +101,10 @@ def test_git_sensor_requests_one_run_per_commit_and_never_twice(repo):
 
     from shift_left_dagster.defs.assets import FlinkProject
     from shift_left_dagster.defs.sensors import CHANGES_TAG, COMMIT_TAG, SINCE_TAG, git_sensor
+    from shift_left_dagster.defs.translator import FlinkTranslator
 
     project = FlinkProject(repo / "pipelines")
-    sensor = git_sensor(project, lambda name: AssetKey(name))
+    sensor = git_sensor(project, FlinkTranslator())
     instance = DagsterInstance.ephemeral()
 
     baseline = sensor(build_sensor_context(instance=instance))

@@ -2,7 +2,7 @@
 
 from dagster import AssetKey, AssetSpec
 
-from shift_left_dagster.defs.assets import FlinkProject, FlinkTranslator, flink_assets
+from shift_left_dagster.defs.assets import FlinkProject, FlinkTranslator, build_flink_assets
 from shift_left_dagster.defs.definitions import build_flink_definitions, defs
 
 
@@ -25,13 +25,16 @@ def test_definitions_load_with_one_subsettable_multi_asset():
 
 def test_translator_subclass_changes_keys_and_groups():
     class Prefixed(FlinkTranslator):
-        def get_asset_key(self, table_name):
-            return AssetKey(["flink", table_name])
+        def get_asset_key(self, table):
+            return AssetKey(["flink", table.name])
+
+        def get_external_asset_key(self, topic):
+            return AssetKey(["flink", topic])
 
         def get_group_name(self, table):
             return f"team_{table.product}"
 
-    assets = flink_assets(FlinkProject(), Prefixed())
+    assets = build_flink_assets(FlinkProject(), Prefixed())
     multi = assets[0]
     assert AssetKey(["flink", "fct_order"]) in multi.keys
     externals = [a for a in assets if isinstance(a, AssetSpec)]
@@ -59,3 +62,41 @@ def test_yaml_component_builds_the_same_assets(tmp_path):
     component = FlinkProjectComponent.resolve_from_yaml(f"pipelines: {sample}\nmode: local\n")
     built = component.build_defs(ComponentTree.for_test().load_context)
     assert set(built.get_repository_def().assets_defs_by_key) == set(defs.get_repository_def().assets_defs_by_key)
+
+
+def test_yaml_component_translation_select_checks_and_op(tmp_path):
+    from pathlib import Path
+
+    from dagster import AssetCheckKey, ComponentTree
+
+    from shift_left_dagster.defs.component import FlinkProjectComponent
+
+    sample = Path(__file__).resolve().parents[2] / "flink_project" / "pipelines"
+    component = FlinkProjectComponent.resolve_from_yaml(
+        f"pipelines: {sample}\n"
+        "select: ['*table*', 'fct_order']\n"
+        "exclude: ['src_table_3']\n"
+        "checks: {enabled: [unique_primary_key], blocking: []}\n"
+        "op: {name: flink_sales}\n"
+        "translation:\n  group_name: 'team_{{ table.product }}'\n  owners: ['team:data']\n")
+    repo = component.build_defs(ComponentTree.for_test().load_context).get_repository_def()
+    (multi,) = {a for a in repo.assets_defs_by_key.values() if a.is_executable}
+    assert multi.op.name == "flink_sales"
+    tables = {k.path[-1] for k in multi.keys}
+    assert tables == {"src_table_1", "src_table_2", "int_table_1", "int_table_2", "fct_order"}
+    spec = next(s for s in multi.specs if s.key.path[-1] == "fct_order")
+    assert spec.group_name == "team_p1" and spec.owners == ["team:data"]
+    assert {k.name for k in multi.check_keys} == {"unique_primary_key"}
+    assert AssetCheckKey(spec.key, "unique_primary_key") in multi.check_keys
+    assert not any(s.blocking for s in multi.check_specs)
+
+
+def test_two_tables_with_one_key_is_a_clear_error():
+    import pytest
+
+    class Collapsing(FlinkTranslator):
+        def get_asset_key(self, table):
+            return AssetKey([table.product])
+
+    with pytest.raises(ValueError, match="map to the same asset key"):
+        build_flink_assets(FlinkProject(), Collapsing())

@@ -1,4 +1,4 @@
-"""Execution plan rules on the seeds' graphs, without any service."""
+"""Execution plan rules on the sample graphs, without any service (each issue case first as a test)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,16 @@ from pathlib import Path
 
 import pytest
 
+from shift_left_dagster.deploy.live import LiveState, LiveStatement, StatementKind
 from shift_left_dagster.deploy.naming import statement_name
-from shift_left_dagster.deploy.plan import Action, LiveStatement, PlanOptions, build_plan
+from shift_left_dagster.deploy.plan import Action, PlanError, PlanOptions, build_plan
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import build_inventory
 
 SAMPLE = Path(__file__).resolve().parents[2] / "flink_project" / "pipelines"
 P1 = ["src_table_1", "src_table_2", "src_table_3", "int_table_1", "int_table_2", "fct_order"]
+RAW = {"raw_orders", "raw_customers", "raw_payments", "raw_groups", "raw_users", "raw_purchases", "raw_app_events",
+       "raw_accounts", "raw_transactions", "raw_logins"}
 
 
 @pytest.fixture(scope="module")
@@ -24,14 +27,20 @@ def graph() -> ProjectGraph:
     return ProjectGraph(build_inventory(SAMPLE))
 
 
-def running(graph: ProjectGraph, tables: list[str], pool: str = "lfcp-run", changed: tuple[str, ...] = ()):
+def running(graph: ProjectGraph, tables: list[str], pool: str = "lfcp-run", changed: tuple[str, ...] = (),
+            phase: str = "RUNNING", phases: dict[str, str] | None = None, tables_exist: bool = True) -> LiveState:
     live = {}
     for table in tables:
         info = graph.tables[table]
         name = statement_name("dev", info.product, "dml", table)
         version = "old-version" if table in changed else info.code_version
-        live[name] = LiveStatement(name=name, phase="RUNNING", compute_pool_id=pool, code_version=version)
-    return live
+        live[name] = LiveStatement(name=name, phase=(phases or {}).get(table, phase), compute_pool_id=pool,
+                                   code_version=version, table=table, kind=StatementKind.DML)
+    return LiveState(statements=live, tables=(set(tables) | RAW) if tables_exist else set(RAW))
+
+
+def nothing() -> LiveState:
+    return LiveState(statements={}, tables=set(RAW))
 
 
 def actions(plan) -> dict[str, Action]:
@@ -39,7 +48,7 @@ def actions(plan) -> dict[str, Action]:
 
 
 def test_nothing_running_deploys_sources_then_intermediates_then_the_fact(graph):
-    plan = build_plan(graph, ["fct_order"], {})
+    plan = build_plan(graph, ["fct_order"], nothing())
     tables = [s.table for s in plan.steps if s.table]
     assert set(tables) == set(P1)
     assert all(actions(plan)[t] == Action.DEPLOY for t in P1)
@@ -64,19 +73,71 @@ def test_everything_running_unchanged_is_a_no_op(graph):
     assert plan.changes == []
 
 
-def test_redeploying_an_intermediate_restarts_stateful_children_and_carries_stateless_ones(graph):
+def test_redeploying_an_intermediate_recreates_every_deployed_descendant(graph):
     # z feeds p (stateful aggregate) and d (stateless projection); d feeds v_p (stateful join).
     tables = ["src_b", "src_x", "src_y", "x", "y", "z", "p", "d", "v_p"]
     plan = build_plan(graph, ["z"], running(graph, tables, changed=("z",)))
     got = actions(plan)
-    assert got["z"] == Action.RESTART
-    assert got["p"] == Action.RESTART  # stateful child: table recreated, from earliest
-    assert got["d"] == Action.CARRY_OVER  # stateless child: resumed from its offsets
-    assert got["v_p"] == Action.RESTART  # reads p, which is recreated (d alone would not restart it)
-    assert "recreated p" in plan.step_for("v_p").reason
+    assert got["z"] == Action.RECREATE
+    assert got["p"] == got["d"] == got["v_p"] == Action.RECREATE  # a child of a new topic is recreated
+    assert "z" in plan.step_for("d").reason
     assert got["x"] == got["y"] == Action.SKIP
+    assert not any(s.carry_offsets for s in plan.steps)
     restarted_p = plan.step_for("p")
     assert plan.steps[restarted_p.depends_on[0]].table == "z"
+
+
+def test_issue_changed_stateless_source_recreates_its_append_child_and_grandchild(graph):
+    """src_c360_purchases changed: int_c360_purchase_items (stateless append) must not resume from
+    earliest on the recreated topic (29 -> 58 rows); fct_c360_item_sales must be rebuilt."""
+    tables = ["src_c360_purchases", "int_c360_purchase_items", "fct_c360_item_sales"]
+    got = actions(build_plan(graph, ["src_c360_purchases"], running(graph, tables, changed=("src_c360_purchases",))))
+    assert got == {t: Action.RECREATE for t in tables}
+
+
+def test_issue_completed_bounded_sources_are_deployed(graph):
+    """Sources filled by INSERT ... VALUES are COMPLETED: re-planning right after must change nothing."""
+    live = running(graph, P1, phases={t: "COMPLETED" for t in P1[:3]})
+    assert build_plan(graph, ["fct_order"], live).changes == []
+    gone = running(graph, P1, phases={t: "COMPLETED" for t in P1[:3]}, tables_exist=False)
+    assert actions(build_plan(graph, ["src_table_1"], gone))["src_table_1"] == Action.DEPLOY  # topic deleted
+
+
+def test_issue_stopped_statement_is_resumed_not_recreated(graph):
+    live = running(graph, P1, phases={"int_table_1": "STOPPED"})
+    plan = build_plan(graph, ["fct_order"], live)
+    assert actions(plan)["int_table_1"] == Action.RESUME
+    assert [s for s in plan.changes if s.table] == [plan.step_for("int_table_1")]
+    assert actions(build_plan(graph, ["int_table_1"], live))["int_table_1"] == Action.RESUME
+    changed = running(graph, P1, phases={"int_table_1": "STOPPED"}, changed=("int_table_1",))
+    assert actions(build_plan(graph, ["int_table_1"], changed))["int_table_1"] == Action.RECREATE
+
+
+def test_issue_dml_only_on_a_missing_table_is_a_plan_error(graph):
+    live = running(graph, ["src_table_1", "src_table_2"])
+    with pytest.raises(PlanError, match="int_table_1 does not exist"):
+        build_plan(graph, ["int_table_1"], live, PlanOptions(dml_only=True))
+
+
+def test_issue_projection_of_an_upsert_table_is_stateful(graph):
+    # d is a projection of z (an upsert table): Flink adds ChangelogNormalize, state per key.
+    assert graph.tables["d"].state_form == "stateful"
+    assert any("ChangelogNormalize" in r for r in graph.tables["d"].dml.state_reasons)
+
+
+def test_issue_unknown_parent_name_is_refused_at_plan_time_naming_file_and_line(tmp_path):
+    scripts = tmp_path / "pipelines" / "intermediates" / "p" / "int_a" / "sql-scripts"
+    scripts.mkdir(parents=True)
+    (scripts / "ddl.int_a.sql").write_text("CREATE TABLE int_a (k STRING)")
+    (scripts / "dml.int_a.sql").write_text("INSERT INTO int_a\nSELECT k\nFROM src_table_nobody")
+    graph = ProjectGraph(build_inventory(tmp_path / "pipelines"))
+    with pytest.raises(PlanError, match=r"dml.int_a.sql:3: int_a reads src_table_nobody: not a table") as error:
+        build_plan(graph, ["int_a"], LiveState(tables={"raw_x"}))
+    assert "src_table_nobody" in str(error.value)
+    with pytest.raises(PlanError, match="reject_topics_prefixes"):
+        build_plan(graph, ["int_a"], LiveState(tables={"src_table_nobody"}),
+                   PlanOptions(reject_topics_prefixes=["src_"]))
+    assert build_plan(graph, ["int_a"], LiveState(tables={"src_table_nobody"})).steps  # it exists: fine
 
 
 def test_force_sources_redeploys_running_sources_and_what_they_feed(graph):
@@ -84,9 +145,9 @@ def test_force_sources_redeploys_running_sources_and_what_they_feed(graph):
     assert build_plan(graph, ["int_table_1"], live).changes == []
     plan = build_plan(graph, ["int_table_1"], live, PlanOptions(force_sources=True))
     got = actions(plan)
-    assert got["src_table_1"] == got["src_table_2"] == Action.RESTART
-    assert got["int_table_1"] == Action.RESTART
-    assert got["fct_order"] == Action.RESTART  # stateful child of a recreated table
+    assert got["src_table_1"] == got["src_table_2"] == Action.RECREATE
+    assert got["int_table_1"] == Action.RECREATE
+    assert got["fct_order"] == Action.RECREATE  # child of a recreated table
 
 
 def test_dml_only_keeps_tables_and_children(graph):
@@ -96,25 +157,24 @@ def test_dml_only_keeps_tables_and_children(graph):
     assert "fct_order" not in got
 
 
-def test_may_start_children_restarts_stateless_children_too(graph):
-    tables = ["src_b", "src_x", "src_y", "x", "y", "z", "p", "d", "v_p"]
+def test_may_start_children_deploys_children_not_deployed_yet(graph):
+    tables = ["src_b", "src_x", "src_y", "x", "y", "z"]
     live = running(graph, tables, changed=("z",))
-    plan = build_plan(graph, ["z"], live, PlanOptions(may_start_children=True))
-    got = actions(plan)
-    assert got["d"] == Action.RESTART
-    assert got["v_p"] == Action.RESTART  # d is now recreated, so its stateful child restarts
+    assert not {"d", "p", "v_p"} & set(actions(build_plan(graph, ["z"], live)))
+    got = actions(build_plan(graph, ["z"], live, PlanOptions(may_start_children=True)))
+    assert got["d"] == got["p"] == got["v_p"] == Action.DEPLOY
 
 
 def test_compute_pool_choice(graph):
-    configured = build_plan(graph, ["src_table_1"], {}, PlanOptions(compute_pool_id="lfcp-conf"))
-    assert [s.compute_pool for s in configured.steps] == ["lfcp-conf"]
+    configured = build_plan(graph, ["src_table_1"], nothing(), PlanOptions(compute_pool_id="lfcp-conf"))
+    assert [s.pool.id for s in configured.steps] == ["lfcp-conf"]
     in_use = build_plan(graph, ["fct_order"], running(graph, ["int_table_1"], pool="lfcp-used", changed=("int_table_1",)))
-    assert in_use.step_for("fct_order").compute_pool.startswith("new:")
+    assert in_use.step_for("fct_order").pool.create == "dev-p1"
     assert build_plan(graph, ["int_table_1"], running(graph, ["int_table_1"], pool="lfcp-used", changed=("int_table_1",))
-                      ).step_for("int_table_1").compute_pool == "lfcp-used"
-    fresh = build_plan(graph, ["fct_order", "fct_c360_purchase"], {})
+                      ).step_for("int_table_1").pool.id == "lfcp-used"
+    fresh = build_plan(graph, ["fct_order", "fct_c360_purchase"], nothing())
     pools = [s for s in fresh.steps if s.action == Action.CREATE_POOL]
-    assert sorted(s.compute_pool for s in pools) == ["new:dev-c360", "new:dev-p1"]  # one per product
+    assert sorted(s.pool.create for s in pools) == ["dev-c360", "dev-p1"]  # one per product
 
 
 def test_plan_is_identical_under_any_hash_seed():
@@ -123,7 +183,8 @@ def test_plan_is_identical_under_any_hash_seed():
         "from shift_left_dagster.project.graph import ProjectGraph;"
         "from shift_left_dagster.deploy.plan import build_plan;"
         f"g = ProjectGraph(build_inventory({str(SAMPLE)!r}));"
-        "print(build_plan(g, ['v_p', 'fct_order', 'dim_c360_users'], {}).model_dump_json())"
+        "from shift_left_dagster.deploy.live import LiveState;"
+        "print(build_plan(g, ['v_p', 'fct_order', 'dim_c360_users'], LiveState()).model_dump_json())"
     )
     outputs = {
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
@@ -140,4 +201,4 @@ def test_backfill_is_refused_where_a_window_cannot_be_rebuilt(graph):
     assert "append table" in backfill_refusal(graph.tables["src_table_3"])  # stateless, no key: would duplicate
     assert "stateful" in backfill_refusal(graph.tables["int_table_1"])  # a join: a window can't rebuild its state
     assert backfill_refusal(graph.tables["fct_c360_hourly_activity"]) is None  # TUMBLE windows align
-    assert backfill_refusal(graph.tables["d"]) is None  # stateless and keyed: upserts rewrite the same keys
+    assert "stateful" in backfill_refusal(graph.tables["d"])  # reads an upsert table: ChangelogNormalize state

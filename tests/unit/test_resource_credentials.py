@@ -12,7 +12,7 @@ from pathlib import Path
 import responses
 from dagster import AssetSelection, DagsterInstance, EnvVar, materialize
 
-from shift_left_dagster.defs.assets import FlinkProject, flink_assets
+from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
 from shift_left_dagster.defs.definitions import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 
@@ -40,7 +40,7 @@ def test_cloud_secrets_are_used_and_never_shown(tmp_path, monkeypatch, caplog):
                                       flink_api_key=EnvVar("TEST_FLINK_KEY"),
                                       flink_api_secret=EnvVar("TEST_FLINK_SECRET"))
     instance = DagsterInstance.ephemeral()
-    result = materialize(flink_assets(FlinkProject(SAMPLE / "pipelines")),
+    result = materialize(build_flink_assets(FlinkProject(SAMPLE / "pipelines")),
                          selection=AssetSelection.assets("src_table_3"),
                          resources=flink_resources(resource), instance=instance, raise_on_error=False)
 

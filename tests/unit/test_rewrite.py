@@ -37,9 +37,10 @@ def test_windowed_dml_bounds_every_source_and_filters_the_driver_on_rowtime():
     sql = ("INSERT INTO f WITH j AS (SELECT o.k, p.v FROM o JOIN p ON o.k = p.k) "
            "SELECT k, SUM(v) FROM j GROUP BY k")
     out = windowed_dml(sql, datetime(2026, 1, 2), datetime(2026, 1, 4))
-    start, end = "1767312000000", "1767484800000"
-    window = {"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": start,
-              "scan.bounded.mode": "timestamp", "scan.bounded.timestamp-millis": end}
+    start, end = "1767312000000", "1767484800000"  # the exact event-time filter
+    # the scan reaches a day (the default lateness) either side, so out-of-order records are read
+    window = {"scan.startup.mode": "timestamp", "scan.startup.timestamp-millis": "1767225600000",
+              "scan.bounded.mode": "timestamp", "scan.bounded.timestamp-millis": "1767571200000"}
     assert hints(out) == {"o": window, "p": window}  # the CTE name j gets no hint
     tree = parse_one_statement(out).tree
     (cte_select,) = [c.this for c in tree.find_all(exp.CTE)]

@@ -1,0 +1,126 @@
+"""The deployment object every caller uses (CLI, Dagster assets, sensor runs, promotion jobs, tests).
+
+A `Deployer` knows the project, the service and the environment; each of its
+methods reads what is live once, makes one typed plan and returns a
+`Deployment` holding it. `Deployment.run()` executes the plan with the one
+executor, yields each step's result as it finishes, and fails unless every
+statement it touched is healthy once it settled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.deploy.backfill import plan_backfill
+from shift_left_dagster.deploy.bluegreen import commit_plan, promote_plan, rollback_plan
+from shift_left_dagster.deploy.changes import detect_changes, repository_of
+from shift_left_dagster.deploy.executor import DeploymentFailed, PlanExecutor, StepResult
+from shift_left_dagster.deploy.live import LiveState, live_state, physical_names
+from shift_left_dagster.deploy.plan import DeploymentPlan, PlanOptions, PlanStep, build_plan, render_plan
+from shift_left_dagster.deploy.seeds import seed_files
+from shift_left_dagster.project.config import FlinkProjectConfig
+from shift_left_dagster.project.graph import ProjectGraph
+
+
+class Unhealthy(RuntimeError):
+    """Every step ran, but a statement the run touched is not healthy once it settled."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = problems
+        super().__init__("statements not healthy after the deployment settled: " + "; ".join(problems))
+
+
+@dataclass
+class Deployment:
+    """One plan, run once. Iterate `run()` for results as steps finish; `results` keeps them."""
+
+    plan: DeploymentPlan
+    executor: PlanExecutor
+    graph: ProjectGraph
+    results: list[StepResult] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return render_plan(self.plan)
+
+    def run(self) -> Iterator[StepResult]:
+        for result in self.executor.run(self.plan):
+            self.results.append(result)
+            yield result
+        problems = self.executor.unhealthy(self.results)
+        if problems:
+            raise Unhealthy(problems)
+
+    def wait(self) -> list[StepResult]:
+        """Run to the end; the results of every step."""
+        for _ in self.run():
+            pass
+        return self.results
+
+    def block_descendants(self, table: str, reason: str) -> list[str]:
+        """Tables downstream of `table` whose steps have not started are skipped in this run."""
+        planned = {s.table for s in self.plan.steps if s.table}
+        skipped = [d for d in self.graph.descendants(table) if d in planned]
+        self.executor.block(skipped, reason)
+        return skipped
+
+
+@dataclass
+class Deployer:
+    """A project and a service: makes deployments (plans) and runs them through one executor."""
+
+    client: ConfluentClient
+    graph: ProjectGraph
+    config: FlinkProjectConfig
+    seeds_dir: Path | None = None  # local service: raw topics the project reads are seeded from here
+    max_parallel: int = 4
+    timeout: float = 600.0
+    settle_seconds: float = 2.0
+
+    def live(self) -> LiveState:
+        return live_state(self.client)
+
+    def options(self, live: LiveState, **flags: object) -> PlanOptions:
+        """Plan options for the environment as it runs now: its name, pool, serving versions, seeds."""
+        seeds = seed_files(self.seeds_dir) if self.seeds_dir else {}
+        return PlanOptions(environment=self.config.env_name, compute_pool_id=self.config.flink.compute_pool_id,
+                           physical_names=physical_names(live.serving_versions()),
+                           reject_topics_prefixes=list(self.config.kafka.reject_topics_prefixes),
+                           seeds=seeds, **flags)  # type: ignore[arg-type]
+
+    def deploy(self, targets: list[str], *, dml_only: bool = False, force_sources: bool = False,
+               may_start_children: bool = False, start_at: datetime | None = None) -> Deployment:
+        live = self.live()
+        options = self.options(live, dml_only=dml_only, force_sources=force_sources,
+                               may_start_children=may_start_children, start_at=start_at)
+        return self._deployment(build_plan(self.graph, targets, live, options))
+
+    def deploy_commit(self, since: str, until: str = "HEAD") -> Deployment:
+        """What the commits (since, until] changed in the pipelines folder, blue/green."""
+        repo, pipelines = repository_of(self.graph.inventory.root / "pipelines")
+        changes = detect_changes(repo, since, until, pipelines)
+        live = self.live()
+        return self._deployment(commit_plan(self.graph, changes, live, self.options(live)))
+
+    def backfill(self, tables: list[str], start: datetime, end: datetime) -> Deployment:
+        live = self.live()
+        return self._deployment(plan_backfill(self.graph, tables, start, end, live, self.options(live)))
+
+    def promote(self, tables: list[str] | None = None) -> Deployment:
+        live = self.live()
+        return self._deployment(promote_plan(self.graph, live, self.options(live), tables))
+
+    def rollback(self, tables: list[str] | None = None) -> Deployment:
+        live = self.live()
+        return self._deployment(rollback_plan(self.graph, live, self.options(live), tables))
+
+    def _deployment(self, plan: DeploymentPlan) -> Deployment:
+        executor = PlanExecutor(self.client, max_parallel=self.max_parallel, timeout=self.timeout,
+                                settle_seconds=self.settle_seconds, seeds_root=self.seeds_dir)
+        return Deployment(plan=plan, executor=executor, graph=self.graph)
+
+
+__all__ = ["Deployer", "Deployment", "DeploymentFailed", "PlanStep", "StepResult", "Unhealthy"]
