@@ -13,11 +13,13 @@ from typing import Annotated, Optional
 
 import typer
 
+from shift_left_dagster.cli_unit_tests import test_app
 from shift_left_dagster.local.cli import local_app
 from shift_left_dagster.project.inventory import ProjectError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.add_typer(local_app, name="local")
+app.add_typer(test_app, name="test")
 
 PipelinesOption = Annotated[
     Optional[Path],
