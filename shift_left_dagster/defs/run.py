@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from dagster import (
     AssetCheckKey,
     AssetCheckResult,
+    AssetCheckSeverity,
     AssetExecutionContext,
     AssetKey,
     AssetMaterialization,
@@ -39,7 +40,9 @@ class FlinkRun:
         by_key = {key: table for table, key in keys.items()}
         self.selected = {by_key[k] for k in context.selected_asset_keys if k in by_key}
         self.selected_checks = set(context.selected_asset_check_keys)
+        self.reported: set[AssetCheckKey] = set()
         self.failed_blocking: list[str] = []
+        self.blocked_by: dict[str, str] = {}  # table -> the upstream blocking check that skipped it
 
     @property
     def plan(self) -> DeploymentPlan:
@@ -51,6 +54,7 @@ class FlinkRun:
         try:
             for result in self.deployment.run():
                 yield from self._events(result)
+            yield from self._remaining_checks()
         except (DeploymentFailed, Unhealthy) as error:
             raise Failure(description=str(error)) from None
         finally:
@@ -61,6 +65,30 @@ class FlinkRun:
 
     def wait(self) -> list[FlinkEvent]:
         return list(self.stream())
+
+    def _remaining_checks(self) -> Iterator[FlinkEvent]:
+        """Selected checks no step reported: a check-only run computes them now (as `shift-left-dagster
+        check` does); those of a table an upstream blocking check skipped say so, as not evaluated."""
+        by_key = {key: table for table, key in self.keys.items()}
+        pending: dict[str, list[AssetCheckKey]] = {}
+        for check_key in sorted(self.selected_checks - self.reported, key=lambda k: k.to_user_string()):
+            if check_key.asset_key in by_key:
+                pending.setdefault(by_key[check_key.asset_key], []).append(check_key)
+        for table, check_keys in pending.items():
+            if table in self.blocked_by or self.checks is None:
+                why = self.blocked_by.get(table, "checks are disabled for these assets")
+                for check_key in check_keys:
+                    yield AssetCheckResult(asset_key=check_key.asset_key, check_name=check_key.name, passed=False,
+                                           severity=AssetCheckSeverity.WARN,
+                                           description=f"not evaluated: {why}", metadata={"evaluated": False})
+                continue
+            evaluated = self.checks.evaluate([self.deployment.graph.tables[table]],
+                                             {table: self.deployment.plan.options.physical_names.get(table, table)})
+            for check in evaluated.results:
+                if AssetCheckKey(self.keys[table], check.check_name or "") in check_keys:
+                    yield check
+            if evaluated.failed_blocking:
+                self.failed_blocking.append(f"{', '.join(k.name for k in evaluated.failed_blocking)} on {table}")
 
     def _events(self, result: StepResult) -> Iterator[FlinkEvent]:
         step = result.step
@@ -90,6 +118,7 @@ class FlinkRun:
         for check in evaluated.results:
             check_key = AssetCheckKey(key, check.check_name or "")
             if table in self.selected and check_key in self.selected_checks:
+                self.reported.add(check_key)
                 yield check
             else:
                 self.context.log_event(_evaluation(check, key))
@@ -97,6 +126,8 @@ class FlinkRun:
             failed = ", ".join(k.name for k in evaluated.failed_blocking)
             self.failed_blocking.append(f"{failed} on {table}")
             skipped = self.deployment.block_descendants(table, f"blocking check {failed} failed on {table}")
+            for descendant in skipped:
+                self.blocked_by.setdefault(descendant, f"upstream blocking check {failed} failed on {table}")
             self.context.log.warning(f"blocking check {failed} failed on {table}: not deploying "
                                      f"{', '.join(skipped) or 'anything downstream'} in this run")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from dagster import AssetCheckSeverity, AssetKey, AssetSelection, DagsterInstance, materialize
+from dagster import AssetCheckKey, AssetCheckSeverity, AssetKey, AssetSelection, DagsterInstance, materialize
 from pyspark.sql import functions as F
 
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
@@ -71,13 +71,30 @@ def test_checks_pass_after_deploy_then_a_blocking_check_fails_on_a_corrupted_sin
     instance = DagsterInstance.ephemeral()
     with_fact = materialize(
         build_flink_assets(FlinkProject(PROJECT / "pipelines")),
-        selection=AssetSelection.assets("int_table_2", "fct_order") | AssetSelection.checks_for_assets("int_table_2"),
+        selection=AssetSelection.assets("int_table_2", "fct_order")
+        | AssetSelection.checks_for_assets("int_table_2", "fct_order"),
         raise_on_error=False, instance=instance,
         resources={"confluent": ConfluentFlinkResource(mode="local", local_url=service.url,
                                                        local_data_dir=str(service.data_dir)),
                    "checks": FlinkChecksResource(), "spark": SparkResource()})
     assert not with_fact.success
-    assert [e.asset_key.path[-1] for e in with_fact.get_asset_materialization_events()] == ["int_table_2"]
+    materialized = {e.asset_key.path[-1] for e in with_fact.get_asset_materialization_events()}
+    assert "int_table_2" in materialized and "fct_order" not in materialized  # (its other parents: deployed)
     messages = [record.user_message for record in instance.all_logs(with_fact.run_id)]
     assert any("blocking check reconciled failed on int_table_2" in m and "fct_order" in m for m in messages)
     assert not [s for s in client_for(service.url).list_statements() if "fct-order" in s.name]
+    skipped = [e for e in with_fact.get_asset_check_evaluations() if e.asset_key == AssetKey("fct_order")]
+    assert skipped and all(e.severity == AssetCheckSeverity.WARN and e.description.startswith(
+        "not evaluated: upstream blocking check reconciled failed on int_table_2") for e in skipped)
+
+    # A check-only run (one check key selected, no asset) computes that check and records it.
+    only = materialize(
+        build_flink_assets(FlinkProject(PROJECT / "pipelines")),
+        selection=AssetSelection.checks(AssetCheckKey(AssetKey("int_table_2"), "reconciled")),
+        raise_on_error=False, instance=instance,
+        resources={"confluent": ConfluentFlinkResource(mode="local", local_url=service.url,
+                                                       local_data_dir=str(service.data_dir)),
+                   "checks": FlinkChecksResource(), "spark": SparkResource()})
+    (evaluation,) = only.get_asset_check_evaluations()
+    assert not evaluation.passed and evaluation.metadata["unexpected"].value == 1
+    assert only.get_asset_materialization_events() == []
