@@ -11,6 +11,7 @@ from dagster import Definitions
 from shift_left_dagster.checks import ChecksSettings
 from shift_left_dagster.defs.assets import build_flink_assets
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
+from shift_left_dagster.defs.health import health_sensor
 from shift_left_dagster.defs.partitions import PartitionsConfig
 from shift_left_dagster.defs.project import FlinkProject
 from shift_left_dagster.defs.promotion import promotion_jobs
@@ -50,7 +51,7 @@ def build_flink_definitions(
         return Definitions(
             assets=build_flink_assets(project, translator, partitions_def=partitions_def, checks=checks,
                                       select=select, exclude=exclude, name=op_name, pool=pool),
-            sensors=[git_sensor(project, translator)],
+            sensors=[git_sensor(project, translator), health_sensor(project, translator)],
             jobs=promotion_jobs(project),
             resources=flink_resources(resource),
         )

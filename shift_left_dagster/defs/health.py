@@ -1,0 +1,66 @@
+"""Pipelines stay watched: a sensor that reads the project's statements at an interval and records each
+table's health, so a statement that FAILS after its run ended turns red in the UI within one interval.
+
+Each table with a DML statement gets an `AssetObservation` (phase, statement, pool) and an evaluation
+of its `statement_healthy` check; with `redeploy_failed`, a run is requested for the failed tables.
+"""
+
+from dagster import (
+    AssetCheckSeverity,
+    AssetObservation,
+    DefaultSensorStatus,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluation
+
+from shift_left_dagster.checks.models import CheckName
+from shift_left_dagster.confluent.errors import ConfluentError
+from shift_left_dagster.defs.project import FlinkProject
+from shift_left_dagster.defs.resources import ConfluentFlinkResource
+from shift_left_dagster.defs.translator import FlinkTranslator
+from shift_left_dagster.deploy.live import HEALTHY_PHASES, StatementKind, live_state
+
+
+def health_sensor(project: FlinkProject, translator: FlinkTranslator, *, name: str = "flink_statement_health",
+                  minimum_interval_seconds: int = 60, redeploy_failed: bool = False,
+                  default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED):  # noqa: ANN201
+    graph = project.graph
+    keys = {table.name: translator.get_asset_key(table) for table in graph.tables.values()}
+
+    @sensor(name=name, minimum_interval_seconds=minimum_interval_seconds, default_status=default_status,
+            description="Records the phase of every deployed statement of the project; FAILED turns its "
+                        "statement_healthy check red.")
+    def flink_health(context: SensorEvaluationContext, confluent: ConfluentFlinkResource):
+        try:
+            live = live_state(confluent.get_client(), with_tables=False)
+        except ConfluentError as error:
+            return SkipReason(f"the Flink service did not answer: {error}")
+        serving = live.serving_versions()
+        events: list[AssetObservation | AssetCheckEvaluation] = []
+        failed: list[str] = []
+        for statement in sorted(live.statements.values(), key=lambda s: s.name):
+            table = statement.table
+            if statement.kind != StatementKind.DML or table not in keys or serving.get(table, statement.version) != statement.version:
+                continue
+            healthy = statement.phase in HEALTHY_PHASES or statement.phase in ("PENDING", "STOPPED")
+            metadata = {"phase": statement.phase, "statement": statement.name,
+                        "compute_pool": statement.compute_pool_id or "", "version": statement.version}
+            events.append(AssetObservation(asset_key=keys[table], metadata=metadata))
+            events.append(AssetCheckEvaluation(
+                asset_key=keys[table], check_name=CheckName.STATEMENT_HEALTHY.value, passed=healthy,
+                metadata=metadata, severity=AssetCheckSeverity.ERROR,
+                description=f"statement {statement.name} is {statement.phase}"))
+            if not healthy:
+                failed.append(table)
+        if not events:
+            return SkipReason("no deployed statement of this project")
+        requests = [RunRequest(run_key=f"redeploy-{'-'.join(failed)}-{context.cursor or 0}",
+                               asset_selection=[keys[t] for t in failed])] if redeploy_failed and failed else []
+        return SensorResult(asset_events=events, run_requests=requests,
+                            cursor=str(int(context.cursor or 0) + 1))
+
+    return flink_health
