@@ -32,7 +32,8 @@ def main() -> int:
     lines = [line for line in out.splitlines() if line.startswith("model:") or "Falsifying" in line
              or line.strip().startswith("state.") or line.startswith("E ")]
     print("\n".join(lines) or out[-3000:])
-    print(f"wall {time.monotonic() - started:.0f} s, {'no counterexample' if run.returncode == 0 else 'COUNTEREXAMPLE'}")
+    verdict = "no counterexample" if run.returncode == 0 else "COUNTEREXAMPLE"
+    print(f"wall {time.monotonic() - started:.0f} s, {verdict}")
     return run.returncode
 
 

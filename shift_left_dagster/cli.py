@@ -48,7 +48,8 @@ def inventory(
         return
     for name, entry in report.items():
         parents = ", ".join(entry["parents"] + entry["external_sources"]) or "-"
-        typer.echo(f"{name:40} {entry['type']:12} {entry['product'] or '-':12} {entry['state_form'] or '-':9} <- {parents}")
+        form = entry["state_form"] or "-"
+        typer.echo(f"{name:40} {entry['type']:12} {entry['product'] or '-':12} {form:9} <- {parents}")
     typer.echo(f"{len(report)} tables")
 
 
@@ -186,8 +187,8 @@ def changes(
         typer.echo(f"{change.table:40} {change.category.value:13} {'; '.join(change.reasons)}")
     for version in plan.versions:
         typer.echo(f"  new version  {version.physical:40} {version.reason}")
-    for change in plan.in_place:
-        typer.echo(f"  in place     {change.physical:40} {change.reason}")
+    for in_place in plan.in_place:
+        typer.echo(f"  in place     {in_place.physical:40} {in_place.reason}")
     if not found:
         typer.echo("no Flink SQL change")
 
@@ -213,7 +214,8 @@ def promote(
                    "job (with the checks resource's sink settings) or --no-verify", err=True)
         raise SystemExit(2)
     if verify:
-        reader = open_reader(SinkConfig(kind="local", data_dir=local_data_dir(target.flink_base_url, None)), get_spark())
+        sink = SinkConfig(kind="local", data_dir=local_data_dir(target.flink_base_url, None))
+        reader = open_reader(sink, get_spark())
         try:
             report = verify_candidates(client, deployer.graph, target.env_name, reader)
         finally:
@@ -260,7 +262,8 @@ def check(
     for table in tables:
         graph.require(table)
     if sink_path is None and resolve_mode("auto", os.environ) == "cloud":
-        raise typer.BadParameter("Confluent Cloud sinks are read from landed files: pass --sink-path", param_hint="--sink-path")
+        raise typer.BadParameter("Confluent Cloud sinks are read from landed files: pass --sink-path",
+                                 param_hint="--sink-path")
     target = target_config(config, local_url=url, local_data_dir=str(data_dir) if data_dir else None)
     client = connect(target)
     chosen = [graph.tables[t] for t in tables]

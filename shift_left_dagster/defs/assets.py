@@ -171,7 +171,7 @@ def build_flink_assets(
             yield from run.stream()
             return
         window = context.partition_time_window if partitions_def else None
-        if window is not None and not reaches_open_partition(partitions_def, window):
+        if window is not None and partitions_def is not None and not reaches_open_partition(partitions_def, window):
             yield from confluent.backfill(context=context, window=window, checks=checks, spark=spark).stream()
             return
         run = confluent.deploy(context=context, dml_only=config.dml_only, force_sources=config.force_sources,

@@ -49,9 +49,12 @@ class ChecksModel(Model):
     blocking: list[str] | None = None
 
     def settings(self) -> ChecksSettings:
-        chosen = {k: [CheckName(n) for n in v] for k, v in (("enabled", self.enabled), ("blocking", self.blocking))
-                  if v is not None}
-        return ChecksSettings(**chosen)
+        settings = ChecksSettings()
+        if self.enabled is not None:
+            settings.enabled = [CheckName(name) for name in self.enabled]
+        if self.blocking is not None:
+            settings.blocking = [CheckName(name) for name in self.blocking]
+        return settings
 
 
 class FlinkProjectComponent(Component, Model, Resolvable):
@@ -77,5 +80,6 @@ class FlinkProjectComponent(Component, Model, Resolvable):
         resource = ConfluentFlinkResource(mode=self.mode, config_file=self.config_file)
         return build_flink_definitions(
             str(pipelines), translator=_ComponentTranslator(self.translation), resource=resource,
-            partitions=self.partitions, checks=self.checks.settings() if self.checks else None, select=self.select, exclude=self.exclude,
+            partitions=self.partitions, checks=self.checks.settings() if self.checks else None,
+            select=self.select, exclude=self.exclude,
             op_name=self.op.name if self.op else None, pool=self.op.pool if self.op else None)

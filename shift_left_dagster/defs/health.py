@@ -5,6 +5,8 @@ Each table with a DML statement gets an `AssetObservation` (phase, statement, po
 of its `statement_healthy` check; with `redeploy_failed`, a run is requested for the failed tables.
 """
 
+from typing import Any
+
 from dagster import (
     AssetCheckSeverity,
     AssetObservation,
@@ -44,10 +46,11 @@ def health_sensor(project: FlinkProject, translator: FlinkTranslator, *, name: s
         failed: list[str] = []
         for statement in sorted(live.statements.values(), key=lambda s: s.name):
             table = statement.table
-            if statement.kind != StatementKind.DML or table not in keys or serving.get(table, statement.version) != statement.version:
+            current = serving.get(table or "", statement.version)
+            if statement.kind != StatementKind.DML or table not in keys or current != statement.version:
                 continue
             healthy = statement.phase in HEALTHY_PHASES or statement.phase in ("PENDING", "STOPPED")
-            metadata = {"phase": statement.phase, "statement": statement.name,
+            metadata: dict[str, Any] = {"phase": statement.phase, "statement": statement.name,
                         "compute_pool": statement.compute_pool_id or "", "version": statement.version}
             events.append(AssetObservation(asset_key=keys[table], metadata=metadata))
             events.append(AssetCheckEvaluation(

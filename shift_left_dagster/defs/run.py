@@ -8,6 +8,7 @@ it touched is not healthy once settled, or when a blocking check failed.
 """
 
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from dagster import (
     AssetCheckKey,
@@ -132,9 +133,9 @@ class FlinkRun:
                                      f"{', '.join(skipped) or 'anything downstream'} in this run")
 
 
-def step_metadata(result: StepResult) -> dict[str, object]:
+def step_metadata(result: StepResult) -> dict[str, Any]:
     step = result.step
-    metadata: dict[str, object] = {
+    metadata: dict[str, Any] = {
         "action": step.action.value,
         "reason": step.reason,
         "statements": MetadataValue.json(result.statements),

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from sqlglot import exp
 
 from shift_left_dagster.deploy.live import LiveState
-from shift_left_dagster.deploy.plan import RECREATING, Action, DeploymentPlan, Planner, PlanOptions, link
+from shift_left_dagster.deploy.plan import RECREATING, Action, DeploymentPlan, Planner, PlanOptions, PlanStep, link
 from shift_left_dagster.deploy.rewrite import with_source_options
 from shift_left_dagster.project.analysis import StateForm, source_tables
 from shift_left_dagster.project.dialect import TableArgument
@@ -66,17 +66,18 @@ def windowed_dml(sql: str, start: datetime, end: datetime | None, lateness: time
         table = driver.this if driver is not None else None
         if not isinstance(table, exp.Table):
             continue  # reads a subquery: that inner SELECT gets the filter
+        conditions: list[exp.Expression] = []
         if table.name in sources:
             rowtime = exp.column("$rowtime", table=table.alias_or_name)
-            condition = rowtime >= _literal(start)
+            conditions.append(rowtime >= _literal(start))
             if end is not None:
-                condition = condition.and_(rowtime < _literal(end))
-            select.where(condition, copy=False)
-        elif any(arg.this.name in sources for arg in table.find_all(TableArgument) if isinstance(arg.this, exp.Table)):
-            condition = exp.column("window_start") >= _literal(start)
+                conditions.append(rowtime < _literal(end))
+        elif any(isinstance(arg.this, exp.Table) and arg.this.name in sources for arg in table.find_all(TableArgument)):
+            conditions.append(exp.column("window_start") >= _literal(start))
             if end is not None:
-                condition = condition.and_(exp.column("window_end") <= _literal(end))
-            select.where(condition, copy=False)
+                conditions.append(exp.column("window_end") <= _literal(end))
+        if conditions:
+            select.where(exp.and_(*conditions), copy=False)
     return to_flink_sql(tree)
 
 
@@ -129,7 +130,7 @@ def plan_backfill(graph: ProjectGraph, tables: list[str], start: datetime, end: 
     if refusals:
         raise BackfillRefused("; ".join(refusals))
     planner = Planner(graph, live, options)
-    steps = []
+    steps: list[PlanStep] = []
     for name in ordered:
         step = planner.table_step(len(steps), name, Action.BACKFILL,
                                   f"rebuild [{start:%Y-%m-%d %H:%M}, {end:%Y-%m-%d %H:%M}) by event time")

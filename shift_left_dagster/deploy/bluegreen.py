@@ -19,6 +19,7 @@ from shift_left_dagster.deploy.rewrite import rename_tables
 from shift_left_dagster.project.analysis import StateForm
 from shift_left_dagster.project.graph import ProjectGraph
 
+
 class VersionedTable(BaseModel):
     table: str  # the logical name, as in git
     version: int
@@ -69,7 +70,7 @@ def plan_blue_green(
             next(c for c in changes if c.table == table).reasons))
         for descendant in graph.descendants(table):
             impacted.setdefault(descendant, f"reads a new version of {table}")
-    for table in graph.sorted_subset(impacted):
+    for table in graph.sorted_subset(list(impacted)):
         version = current.get(table, 1) + 1
         plan.versions.append(VersionedTable(table=table, version=version, physical=versioned_name(table, version),
                                             reason=impacted[table]))
@@ -126,7 +127,7 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
     if ordinary:
         planner.check_reads(ordinary)
         decisions = planner.decide(sorted(set(ordinary)))
-        for table in graph.sorted_subset(decisions):
+        for table in graph.sorted_subset(list(decisions)):
             if table not in {s.table for s in steps}:
                 steps.append(planner.table_step(len(steps), table, *decisions[table]))
     return DeploymentPlan(kind="commit", targets=wanted.selection, options=options,

@@ -345,7 +345,7 @@ class PlanExecutor:
         """Put the replaced statement back, from the offsets the new one started at."""
         assert step.dml_statement
         self.remove(step.dml_statement)
-        sql = old.spec.statement
+        sql = old.spec.statement or ""
         if step.kept_columns:  # the table gained columns: the old statement writes the ones it knew
             sql = with_insert_columns(sql, step.kept_columns)
         if offsets:

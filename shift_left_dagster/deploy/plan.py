@@ -223,7 +223,7 @@ class Planner:
 
     def follow_children(self, decisions: dict[str, Decision]) -> None:
         """Every deployed descendant of a recreated table is recreated (its topic, from earliest)."""
-        queue = deque(t for t in self.graph.sorted_subset(decisions) if decisions[t][0] in RECREATING)
+        queue = deque(t for t in self.graph.sorted_subset(list(decisions)) if decisions[t][0] in RECREATING)
         while queue:
             parent = queue.popleft()
             for child in self.graph.children[parent]:
@@ -365,7 +365,7 @@ class Planner:
             steps.append(PlanStep(index=len(steps), action=Action.SEED, reason="raw topic missing: seeded",
                                   physical_table=topic, seed_file=self.options.seeds[topic]))
         seed_steps = [s.index for s in steps]
-        for table in self.graph.sorted_subset(decisions):
+        for table in self.graph.sorted_subset(list(decisions)):
             action, reason = decisions[table]
             steps.append(self.table_step(len(steps), table, action, reason))
         return link(self.graph, steps, extra=seed_steps)

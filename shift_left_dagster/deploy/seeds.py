@@ -8,15 +8,15 @@ DMLs read that does not exist yet; the executor runs the file's statements.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from sqlglot import exp
 
 from shift_left_dagster.confluent.client import ConfluentClient
-
 from shift_left_dagster.project.parsing import parse_statements
 
 
-def seed_statements(path: Path) -> list[tuple[str, str]]:
+def seed_statements(path: Path) -> list[tuple[Literal["ddl", "dml"], str]]:
     """(kind, sql) of each statement of a seed file: 'ddl' for its CREATE, 'dml' for the inserts."""
     return [("ddl" if isinstance(s.tree, exp.Create) else "dml", s.sql)
             for s in parse_statements(path.read_text(), str(path))]

@@ -17,12 +17,12 @@ from dagster import AssetSelection, DagsterInstance, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
 from shift_left_dagster.defs.definitions import flink_resources
+from shift_left_dagster.defs.promotion import promotion_jobs
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
-from shift_left_dagster.defs.promotion import promotion_jobs
 from shift_left_dagster.deploy.deployment import Deployer
-from shift_left_dagster.project.config import local_defaults
 from shift_left_dagster.local.process import InProcessService
+from shift_left_dagster.project.config import local_defaults
 from tests.integration import expected_p1
 from tests.integration.support import client_for, git, project_repo, quiesce, seed_rows, select, wired
 
@@ -89,7 +89,8 @@ def test_blue_green_deploy_check_promote_then_rollback(service, tmp_path):  # ty
     assert select(client, "SELECT order_id FROM fct_order_v2") == select(client, "SELECT order_id FROM fct_order")
 
     # Promote through the Dagster job: it verifies the candidates (checks, same keys), then promotes.
-    promote_job = next(j for j in promotion_jobs(FlinkProject(repo / "pipelines")) if j.name == "promote_flink_versions")
+    jobs = promotion_jobs(FlinkProject(repo / "pipelines"))
+    promote_job = next(j for j in jobs if j.name == "promote_flink_versions")
     promoted_run = promote_job.execute_in_process(
         resources=flink_resources(ConfluentFlinkResource(mode="local", local_url=service.url)), instance=instance)
     assert promoted_run.success

@@ -21,14 +21,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import subprocess
+import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings, strategies as st
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
     initialize,
