@@ -166,6 +166,30 @@ def backfill(
 
 
 @app.command()
+def undeploy(
+    tables: Annotated[Optional[list[str]], typer.Argument(help="tables to remove")] = None,
+    product: Annotated[Optional[str], typer.Option("--product", help="every table of this product")] = None,
+    pipelines: PipelinesOption = None,
+    config: ConfigOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the plan only")] = False,
+) -> None:
+    """Remove tables' statements, then their tables, children first. A table that another statement
+    still reads is kept and named (the plan is refused); a table removed from git works too."""
+    from shift_left_dagster.deploy.plan import PlanError
+
+    if not tables and not product:
+        _fail(ValueError("name tables or --product"))
+    try:
+        deployment = _deployer(pipelines, config).undeploy(tables or [], product=product)
+    except PlanError as error:
+        _fail(error)
+    if dry_run:
+        typer.echo(str(deployment))
+        return
+    _run(deployment)
+
+
+@app.command()
 def changes(
     since: Annotated[str, typer.Option("--since", help="git revision to compare with (e.g. origin/main)")],
     until: Annotated[str, typer.Option("--until", help="git revision")] = "HEAD",

@@ -130,8 +130,14 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
         for table in graph.sorted_subset(list(decisions)):
             if table not in {s.table for s in steps}:
                 steps.append(planner.table_step(len(steps), table, *decisions[table]))
-    return DeploymentPlan(kind="commit", targets=wanted.selection, options=options,
-                          steps=link(graph, _ordered(graph, steps)))
+    linked = link(graph, _ordered(graph, steps))
+    if wanted.removed:  # tables removed from git: undeployed unless something still reads them
+        from shift_left_dagster.deploy.undeploy import undeploy_plan
+
+        for step in undeploy_plan(graph, wanted.removed, live, options, strict=False).steps:
+            linked.append(step.model_copy(update={"index": len(linked), "depends_on": [len(linked) - 1] if linked
+                                                  else []}))
+    return DeploymentPlan(kind="commit", targets=wanted.selection, options=options, steps=linked)
 
 
 def promote_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions,
@@ -163,7 +169,7 @@ def _retire_step(graph: ProjectGraph, options: PlanOptions, action: Action, tabl
     product = graph.tables[table].product if table in graph.tables else None
     verb = "promoted" if action == Action.PROMOTE else "rolled back"
     return PlanStep(index=0, action=action, table=table, product=product, version=candidate,
-                    physical_table=physical,
+                    physical_table=physical, drop_table=action == Action.ROLLBACK,
                     drop_statement=statement_name(options.environment, product, "drop", physical),
                     retire=[s.name for s in live.statements_of(table, retired)],
                     reason=f"version {candidate} {verb}: version {retired}'s statements removed")

@@ -22,6 +22,7 @@ from shift_left_dagster.deploy.executor import DeploymentFailed, PlanExecutor, S
 from shift_left_dagster.deploy.live import LiveState, live_state, physical_names
 from shift_left_dagster.deploy.plan import DeploymentPlan, PlanOptions, PlanStep, build_plan, render_plan
 from shift_left_dagster.deploy.seeds import seed_files
+from shift_left_dagster.deploy.undeploy import undeploy_plan
 from shift_left_dagster.project.config import FlinkProjectConfig
 from shift_left_dagster.project.graph import ProjectGraph
 
@@ -116,6 +117,12 @@ class Deployer:
     def rollback(self, tables: list[str] | None = None) -> Deployment:
         live = self.live()
         return self._deployment(rollback_plan(self.graph, live, self.options(live), tables))
+
+    def undeploy(self, tables: list[str], *, product: str | None = None) -> Deployment:
+        """Remove tables (or a product's), children first; a table something else reads is refused."""
+        chosen = list(tables) + [t for t, info in self.graph.tables.items() if product and info.product == product]
+        live = self.live()
+        return self._deployment(undeploy_plan(self.graph, sorted(set(chosen)), live, self.options(live)))
 
     def _deployment(self, plan: DeploymentPlan) -> Deployment:
         executor = PlanExecutor(self.client, max_parallel=self.max_parallel, timeout=self.timeout,

@@ -160,6 +160,7 @@ class PlanExecutor:
                 Action.BACKFILL: self.backfill,
                 Action.PROMOTE: self.retire,
                 Action.ROLLBACK: self.retire,
+                Action.UNDEPLOY: self.retire,
             }[step.action]
             handler(step, result)
             return result
@@ -230,12 +231,12 @@ class PlanExecutor:
         self.remove(name)
 
     def retire(self, step: PlanStep, result: StepResult) -> None:
-        """PROMOTE / ROLLBACK: statements removed; a rolled-back version's table is dropped after them."""
+        """PROMOTE / ROLLBACK / UNDEPLOY: statements removed, then (drop_table) the table they wrote."""
         for name in step.retire:
             self.current = name
             self.remove(name)
             result.finished[name] = "DELETED"
-        if step.action == Action.ROLLBACK and step.physical_table:
+        if step.drop_table and step.physical_table:
             drop = f"DROP TABLE IF EXISTS `{step.physical_table}`"
             self.run_to_completion(step.drop_statement or "", drop, step, keep=False)
 

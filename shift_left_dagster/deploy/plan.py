@@ -53,6 +53,7 @@ class Action(StrEnum):
     BACKFILL = "backfill_window"  # a bounded statement over a window of event time
     PROMOTE = "promote"  # a candidate version serves: the old version's statements are removed
     ROLLBACK = "rollback"  # a candidate version is removed: statements, then its table
+    UNDEPLOY = "undeploy"  # a table's statements are removed, then its table (when nothing else reads it)
     SKIP = "skip"
 
 
@@ -104,7 +105,8 @@ class PlanStep(BaseModel):
     end_at: datetime | None = None  # BACKFILL: bounded end of the window
     carry_offsets: bool = False  # start the new DML from the replaced one's latest offsets
     validate_first: bool = False  # compile the new DML on the target before destroying anything
-    retire: list[str] = Field(default_factory=list)  # statements removed (PROMOTE, ROLLBACK)
+    retire: list[str] = Field(default_factory=list)  # statements removed (PROMOTE, ROLLBACK, UNDEPLOY)
+    drop_table: bool = False  # the physical table is dropped once its statements are removed
     seed_file: str | None = None
     depends_on: list[int] = Field(default_factory=list)
 

@@ -1,0 +1,66 @@
+"""Undeploy as plan steps: a table's statements are removed, then its table, children first.
+
+Safe by default: a table that a statement outside the plan still reads is kept, and the plan says
+which statement reads it (an explicit undeploy is refused; a sensor run skips it with that reason).
+Works from the statements' labels, so a table already removed from git can be undeployed too.
+"""
+
+from __future__ import annotations
+
+from shift_left_dagster.deploy.live import LIVE_PHASES, LiveState, StatementKind
+from shift_left_dagster.deploy.naming import statement_name, versioned_name
+from shift_left_dagster.deploy.plan import Action, DeploymentPlan, PlanError, PlanOptions, PlanStep
+from shift_left_dagster.project.analysis import tables_read
+from shift_left_dagster.project.graph import ProjectGraph
+from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement
+
+
+def readers(live: LiveState, physical: str, ignore: set[str]) -> list[str]:
+    """Names of live or stopped DML statements (any, ours or not) whose SQL reads `physical`."""
+    found = []
+    for statement in live.statements.values():
+        if statement.name in ignore or not statement.sql or statement.kind == StatementKind.DDL:
+            continue
+        if statement.phase not in LIVE_PHASES | {"STOPPED"}:
+            continue
+        try:
+            reads = tables_read(parse_one_statement(statement.sql).tree)
+        except (FlinkSqlError, ValueError):
+            continue
+        if physical in reads:
+            found.append(statement.name)
+    return sorted(found)
+
+
+def undeploy_plan(graph: ProjectGraph, tables: list[str], live: LiveState, options: PlanOptions,
+                  *, strict: bool = True) -> DeploymentPlan:
+    """UNDEPLOY steps for `tables` (serving version, every statement labelled with it), children first."""
+    serving = live.serving_versions()
+    known = [t for t in tables if t in graph.tables]
+    ordered = list(reversed(graph.sorted_subset(known))) + sorted(t for t in tables if t not in graph.tables)
+    retiring = {s.name for t in ordered for s in live.statements_of(t, serving.get(t, 1))}
+    steps: list[PlanStep] = []
+    problems = []
+    for table in ordered:
+        version = serving.get(table, 1)
+        physical = versioned_name(table, version)
+        statements = [s.name for s in live.statements_of(table, version)]
+        product = graph.tables[table].product if table in graph.tables else None
+        still_read = readers(live, physical, retiring)
+        step = PlanStep(index=len(steps), action=Action.UNDEPLOY, table=table, product=product, version=version,
+                        physical_table=physical, retire=statements, drop_table=True,
+                        drop_statement=statement_name(options.environment, product, "drop", physical),
+                        reason=f"undeployed: {len(statements)} statement(s) removed, then table {physical}")
+        if still_read:
+            problem = f"{table}: kept, table {physical} is read by {', '.join(still_read)}"
+            problems.append(problem)
+            step = step.model_copy(update={"action": Action.SKIP, "reason": problem, "retire": [],
+                                           "drop_table": False})
+        elif not statements and live.tables is not None and physical not in live.tables:
+            step = step.model_copy(update={"action": Action.SKIP, "reason": "not deployed", "drop_table": False})
+        steps.append(step)
+    if strict and problems:
+        raise PlanError(problems)
+    return DeploymentPlan(kind="undeploy", targets=ordered, options=options,
+                          steps=[s.model_copy(update={"index": i, "depends_on": [i - 1] if i else []})
+                                 for i, s in enumerate(steps)])
