@@ -90,6 +90,9 @@ def _run(deployment) -> None:  # noqa: ANN001 - a Deployment
     from shift_left_dagster.deploy.deployment import DeploymentFailed, Unhealthy
 
     typer.echo(str(deployment))
+    stale = deployment.changed_on_disk()
+    if stale:  # cannot happen unless a file changes between loading and planning; say so all the same
+        typer.echo(f"warning: changed while planning, the loaded SQL is deployed: {', '.join(stale)}", err=True)
     try:
         for result in deployment.run():
             phases = ", ".join(f"{n}={p}" for n, p in result.statements.items())

@@ -52,6 +52,11 @@ class FlinkRun:
     def stream(self) -> Iterator[FlinkEvent]:
         """Run the plan; yield each selected table's result and checks as it finishes."""
         self.context.log.info(render_plan(self.plan))
+        stale = self.deployment.changed_on_disk()
+        if stale:
+            self.context.log.warning(f"changed on disk since the definitions loaded: {', '.join(stale)}; this run "
+                                     "deploys the loaded SQL (its code_version); reload the code location to deploy "
+                                     "the new text")
         try:
             for result in self.deployment.run():
                 yield from self._events(result)

@@ -61,6 +61,26 @@ class Deployment:
             pass
         return self.results
 
+    def changed_on_disk(self) -> list[str]:
+        """Files of planned tables whose text changed since the project was loaded: the plan deploys the
+        loaded SQL (the one its code versions hash), so a caller says so and asks for a reload."""
+        from shift_left_dagster.project.inventory import analyse_file
+
+        changed = []
+        root = self.graph.inventory.root
+        for table in sorted({s.table for s in self.plan.changes if s.table and s.table in self.graph.tables}):
+            info = self.graph.tables[table]
+            for path, loaded in ((info.ddl_path, info.ddl_sql), (info.dml_path, info.dml_sql)):
+                if not path:
+                    continue
+                try:
+                    now = analyse_file(path, (root / path).read_text()).normalized_sql
+                except (OSError, ValueError):
+                    now = None
+                if now != loaded:
+                    changed.append(path)
+        return changed
+
     def block_descendants(self, table: str, reason: str) -> list[str]:
         """Tables downstream of `table` whose steps have not started are skipped in this run."""
         planned = {s.table for s in self.plan.steps if s.table}
