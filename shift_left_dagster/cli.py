@@ -335,6 +335,7 @@ def demo(
     config = target_config(mode="local")
     home = Path(os.environ.get("DAGSTER_HOME") or resolve_data_dir(None).parent / "dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").touch()  # an instance that keeps its runs, with Dagster's defaults
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     typer.echo(f"local Confluent-compatible service: {config.flink_base_url} (keeps running)")
     typer.echo(f"Dagster instance: DAGSTER_HOME={home}")
