@@ -26,12 +26,13 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from shift_left_dagster.deploy.live import LIVE_PHASES, LiveState
+from shift_left_dagster.deploy.live import LIVE_PHASES, LiveState, StatementKind
 from shift_left_dagster.deploy.naming import compute_pool_name, statement_name
 from shift_left_dagster.deploy.rewrite import rename_tables
-from shift_left_dagster.project.analysis import StateForm
+from shift_left_dagster.project.analysis import StateForm, tables_read
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable, TableType
+from shift_left_dagster.project.parsing import parse_one_statement
 
 
 class PlanError(ValueError):
@@ -162,6 +163,7 @@ def build_plan(
     planner = Planner(graph, live, options)
     decisions = planner.decide(wanted)
     planner.check_reads([t for t, (action, _) in decisions.items() if action != Action.SKIP])
+    planner.check_candidates([t for t, (action, _) in decisions.items() if action in RECREATING])
     return DeploymentPlan(targets=wanted, options=options, steps=planner.steps(decisions))
 
 
@@ -306,6 +308,21 @@ class Planner:
                 if problem:
                     info = self.graph.tables[table]
                     problems.append(f"{_where(self.graph, info, name)}: {table} reads {name}: {problem}")
+        if problems:
+            raise PlanError(problems)
+
+    def check_candidates(self, recreated: list[str]) -> None:
+        """Refuse to recreate a topic that a blue/green candidate version reads: the candidate would lose
+        its input (or read it twice). Promote or roll back the candidate first."""
+        topics = {self.physical(t): t for t in recreated}
+        problems = []
+        for table, version in sorted(self.live.candidate_versions().items()):
+            for statement in self.live.statements_of(table, version):
+                if statement.kind != StatementKind.DML or not statement.sql:
+                    continue
+                for topic in sorted(set(tables_read(parse_one_statement(statement.sql).tree)) & set(topics)):
+                    problems.append(f"{topics[topic]} would be recreated, but candidate version {version} of "
+                                    f"{table} ({statement.name}) reads it: promote or roll back the candidate first")
         if problems:
             raise PlanError(problems)
 

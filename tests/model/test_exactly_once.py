@@ -1,20 +1,19 @@
 """Model-based test of the deployment core (hypothesis.stateful) over a real local service.
 
-A small synthetic project: a raw append topic, a stateless source whose SQL
-changes (`amount * m`, committed to git), a stateless filter and a stateful
-aggregate (upsert) over it. Random sequences insert raw records, commit SQL
-changes, deploy a table (a changed source is recreated and so are its
-children), run what the git sensor runs (the commits since its cursor: the
-stateless change replaced in place from the old statement's offsets), and stop
-statements. At the end of each sequence every table is
-deployed once more (stopped statements must be resumed, nothing recreated), the
-service catches up, and every sink must equal the oracle: a from-scratch
-evaluation in plain Python of the SQL each table was deployed with, over all
-raw records, never computed by the engine under test. No key is duplicated, no
-row lost, and every run's verdict told the truth.
+A small synthetic project in git: a raw append topic, a stateless source whose SQL changes
+(`amount * m`), a stateless filter, and a stateful aggregate (upsert) whose SQL changes too
+(`COUNT(*) * w`). Random sequences insert raw records, commit SQL changes, deploy a table (a changed
+source is recreated and so is every deployed child), run what the git sensor runs (the commits since
+its cursor: the stateless change replaced in place from the old statement's offsets, the stateful
+one deployed as a new version beside the serving one), promote or roll back that candidate, and
+stop statements. At the end of each sequence every table is deployed once more (stopped statements
+are resumed, nothing recreated), a re-plan is empty, the service catches up, and every serving
+table and candidate must equal the oracle: a plain-Python evaluation of the SQL each stretch of the
+raw topic was processed with, never computed by the engine under test. No key is duplicated, no
+row lost, and every run's verdict told the truth (a run that raised would fail the test).
 
-The suite runs a fixed seed set, bounded; `SL_MODEL_EXAMPLES=200 pytest -m model`
-explores more (see bench/bench_model.py).
+The suite runs a fixed seed set, bounded; `SL_MODEL_EXAMPLES=200 pytest -m model` or
+`python bench/bench_model.py` explores more.
 """
 
 from __future__ import annotations
@@ -41,7 +40,8 @@ from hypothesis.stateful import (
 
 from shift_left_dagster.deploy.deployment import Deployer
 from shift_left_dagster.deploy.live import LiveState
-from shift_left_dagster.deploy.plan import Action
+from shift_left_dagster.deploy.naming import versioned_name
+from shift_left_dagster.deploy.plan import Action, PlanError
 from shift_left_dagster.local.process import InProcessService
 from shift_left_dagster.project.config import local_defaults
 from shift_left_dagster.project.graph import ProjectGraph
@@ -52,8 +52,8 @@ pytestmark = [pytest.mark.service, pytest.mark.model]
 
 TABLES = ["src_orders", "big_orders", "customer_totals"]
 CUSTOMERS = ["ann", "bob", "cy"]
-EXAMPLES = int(os.environ.get("SL_MODEL_EXAMPLES", "6"))
-STEPS = int(os.environ.get("SL_MODEL_STEPS", "12"))
+EXAMPLES = int(os.environ.get("SL_MODEL_EXAMPLES", "15"))
+STEPS = int(os.environ.get("SL_MODEL_STEPS", "20"))
 
 DDL = {
     "src_orders": "CREATE TABLE src_orders (id INT, customer STRING, amount INT)",
@@ -65,68 +65,74 @@ DML = {
     "src_orders": "INSERT INTO src_orders SELECT id, customer, amount * {m} AS amount FROM raw_orders",
     "big_orders": "INSERT INTO big_orders SELECT id, customer, amount FROM src_orders WHERE amount > 5",
     "customer_totals": ("INSERT INTO customer_totals SELECT customer, CAST(SUM(amount) AS BIGINT) AS total, "
-                        "COUNT(*) AS orders FROM src_orders GROUP BY customer"),
+                        "COUNT(*) * {w} AS orders FROM src_orders GROUP BY customer"),
 }
 FOLDERS = {"src_orders": "sources/m/src_orders", "big_orders": "intermediates/m/big_orders",
            "customer_totals": "facts/m/customer_totals"}
-PARENT = {"big_orders": "src_orders", "customer_totals": "src_orders"}
+TOTALS = "customer_totals"
 
 
-def write_project(root: Path, multiplier: int) -> None:
+def write_project(root: Path, multiplier: int, weight: int) -> None:
     for table, folder in FOLDERS.items():
         scripts = root / "pipelines" / folder / "sql-scripts"
         scripts.mkdir(parents=True, exist_ok=True)
         (scripts / f"ddl.{table}.sql").write_text(DDL[table])
-        (scripts / f"dml.{table}.sql").write_text(DML[table].format(m=multiplier))
+        (scripts / f"dml.{table}.sql").write_text(DML[table].format(m=multiplier, w=weight))
 
 
-def oracle(raw: list[tuple[int, str, int]], segments: list[tuple[int, int]], deployed: set[str]
-           ) -> dict[str, list[tuple]]:
-    """Each deployed table's rows from its SQL alone, over all raw records, in plain Python.
-
-    `segments`: (first raw record, multiplier) -- the source SQL that processed each stretch of
-    the raw topic (one segment after a (re)deployment; a new one after each in-place change).
-    """
+def source_rows(raw: list[tuple[int, str, int]], segments: list[tuple[int, int]]) -> list[tuple[int, str, int]]:
+    """src_orders from its SQL alone: `segments` = (first raw record, multiplier), the source SQL that
+    processed each stretch of the raw topic (one after a (re)deployment, one more per in-place change)."""
     def multiplier(index: int) -> int:
         return next(m for start, m in reversed(segments) if start <= index)
 
-    src = [(i, c, a * multiplier(n)) for n, (i, c, a) in enumerate(raw)]
+    return [(i, c, a * multiplier(n)) for n, (i, c, a) in enumerate(raw)]
+
+
+def totals_rows(src: list[tuple[int, str, int]], weight: int) -> list[tuple]:
     totals: dict[str, list[int]] = {}
     for _, customer, amount in src:
         totals.setdefault(customer, [0, 0])
         totals[customer][0] += amount
         totals[customer][1] += 1
-    expected = {
-        "src_orders": src,
-        "big_orders": [r for r in src if r[2] > 5],
-        "customer_totals": [(c, t, n) for c, (t, n) in totals.items()],
-    }
-    return {t: sorted((tuple(str(v) for v in row) for row in rows), key=repr) for t, rows in expected.items()
-            if t in deployed}
+    return [(c, t, n * weight) for c, (t, n) in totals.items()]
+
+
+def rows(found: list[tuple]) -> list[tuple]:
+    return sorted((tuple(str(v) for v in row) for row in found), key=repr)
+
+
+def statement(physical: str) -> str:
+    return f"local-m-dml-{physical.replace('_', '-')}"
 
 
 class DeploymentModel(RuleBasedStateMachine):
-    """The model: raw records, the SQL in the files, the SQL the source runs with, what is deployed/stopped.
+    """The model: raw records, the SQL in git, what each deployed version runs with, what is stopped.
 
     Its predictions never read the plan: deploying `src_orders` makes it run the SQL in the files
-    (changed code recreates it, unchanged code leaves or resumes it); deploying a child deploys a
-    missing source from the files and leaves a deployed one as it runs.
+    (changed code recreates it and every deployed child, from their files), deploying a child deploys
+    a missing source and leaves a deployed one as it runs; a sensor run replaces a changed source in
+    place from its offsets and deploys a changed aggregate as a new version beside the serving one;
+    promotion makes the candidate serve, rollback removes it; recreating a topic a candidate reads
+    is refused.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.raw: list[tuple[int, str, int]] = []
-        self.multiplier = 1  # in the files (committed) now
-        self.segments: list[tuple[int, int]] = []  # what src_orders ran with over the raw topic (empty: not deployed)
-        self.cursor_multiplier = 1  # the files at the commit deploy_commit last deployed (the sensor's cursor)
-        self.deployed: set[str] = set()
+        self.multiplier, self.weight = 1, 1  # in git now
+        self.cursor_multiplier, self.cursor_weight = 1, 1  # at the sensor's cursor
+        self.segments: list[tuple[int, int]] = []  # src_orders (empty: not deployed)
+        self.serving: dict[str, int] = {}  # table -> serving version (deployed tables)
+        self.totals_weight = 1  # the weight the serving customer_totals runs with
+        self.candidate: tuple[int, int] | None = None  # (version, weight) of a customer_totals candidate
         self.stopped: set[str] = set()
         self.operations = 0
 
     @initialize()
     def start_service(self) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="sl-model-"))
-        write_project(self.root, self.multiplier)
+        write_project(self.root, self.multiplier, self.weight)
         self.git("init", "-q", "-b", "main")
         self.git("add", "-A")
         self.git("commit", "-qm", "initial")
@@ -150,71 +156,114 @@ class DeploymentModel(RuleBasedStateMachine):
         return Deployer(client=self.client, graph=graph, config=local_defaults(self.service.url),
                         settle_seconds=0.2, timeout=120)
 
+    def physical(self, table: str) -> str:
+        return versioned_name(table, self.serving.get(table, 1))
+
     # -- operations -------------------------------------------------------------------------
 
     @rule(records=st.lists(st.tuples(st.sampled_from(CUSTOMERS), st.integers(min_value=0, max_value=9)),
                            min_size=1, max_size=3))
     def insert_raw_records(self, records: list[tuple[str, int]]) -> None:
-        rows = [(len(self.raw) + i, customer, amount) for i, (customer, amount) in enumerate(records)]
-        values = ", ".join(f"({i}, '{c}', {a})" for i, c, a in rows)
+        rows_ = [(len(self.raw) + i, customer, amount) for i, (customer, amount) in enumerate(records)]
+        values = ", ".join(f"({i}, '{c}', {a})" for i, c, a in rows_)
         name = f"raw-insert-{len(self.raw)}"
         self.client.create_statement(name, f"INSERT INTO raw_orders VALUES {values}")
         self.client.wait_for_phase(name, {"COMPLETED"}, 60)
-        self.raw += rows
+        self.raw += rows_
         self.count()
 
-    @precondition(lambda self: self.multiplier == self.cursor_multiplier)  # one pending commit at a time
+    @precondition(lambda self: self.multiplier == self.cursor_multiplier)  # one pending change at a time
     @rule()
     def commit_source_change(self) -> None:
-        self.multiplier = 3 - self.multiplier  # 1 <-> 2: a one-token stateless change, committed
-        write_project(self.root, self.multiplier)
+        self.multiplier = 3 - self.multiplier  # 1 <-> 2: a one-token stateless change
+        write_project(self.root, self.multiplier, self.weight)
         self.git("commit", "-qam", f"multiplier {self.multiplier}")
+        self.count()
+
+    @precondition(lambda self: self.weight == self.cursor_weight)
+    @rule()
+    def commit_aggregate_change(self) -> None:
+        self.weight = 11 - self.weight  # 1 <-> 10: a stateful change, breaking
+        write_project(self.root, self.multiplier, self.weight)
+        self.git("commit", "-qam", f"weight {self.weight}")
         self.count()
 
     @rule(table=st.sampled_from(TABLES))
     def deploy(self, table: str) -> None:
+        source_recreated = bool(self.segments) and table == "src_orders" and self.segments[-1][1] != self.multiplier
+        if source_recreated and self.candidate is not None:
+            with pytest.raises(PlanError, match="promote or roll back the candidate first"):
+                self.deployer().deploy([table])
+            self.count()
+            return
         self.deployer().deploy([table]).wait()  # raises when a step fails or a statement is unhealthy
-        if not self.segments or (table == "src_orders" and self.segments[-1][1] != self.multiplier):
+        if not self.segments or source_recreated:
             self.segments = [(0, self.multiplier)]  # (re)created: reprocesses the raw topic from earliest
-            self.stopped.clear()  # ...and so are its deployed children, running again
-        self.deployed |= {table, "src_orders"}
+            self.serving.setdefault("src_orders", 1)
+        if source_recreated:  # every deployed child is recreated too, from its files, running again
+            if TOTALS in self.serving:
+                self.totals_weight = self.weight
+            self.stopped.clear()
+        if table == TOTALS and (TOTALS not in self.serving or self.totals_weight != self.weight):
+            self.totals_weight = self.weight  # deployed, or its code changed: recreated
+        self.serving.setdefault(table, 1)
         self.stopped -= {table, "src_orders"}
         self.count()
 
-    @precondition(lambda self: "src_orders" in self.deployed and not self.stopped)
+    @precondition(lambda self: bool(set(self.serving) - self.stopped))
+    @rule(data=st.data())
+    def stop_statement(self, data: st.DataObject) -> None:
+        table = data.draw(st.sampled_from(sorted(set(self.serving) - self.stopped)))
+        self.client.stop_statement(statement(self.physical(table)), timeout=60)
+        self.stopped.add(table)
+        self.count()
+
+    @precondition(lambda self: "src_orders" in self.serving and not self.stopped)
     @rule()
     def sensor_run_deploys_the_commits(self) -> None:
-        """What the git sensor's run does: the commits since its cursor, blue/green (here: in place)."""
+        """What the git sensor's run does with the commits since its cursor."""
         assert quiesce(self.service.url)["quiet"]  # the change lands once the pipeline caught up
         head = self.git("rev-parse", "HEAD")
         deployment = self.deployer().deploy_commit(self.cursor, head)
         deployment.wait()
-        if self.cursor_multiplier != self.multiplier:  # the diff changed src_orders: replaced from its offsets
-            assert [s.action for s in deployment.plan.changes] == [Action.REPLACE_IN_PLACE]
+        actions = {(s.table, s.action) for s in deployment.plan.changes}
+        expected = set()
+        if self.cursor_multiplier != self.multiplier:  # stateless: replaced in place from its offsets
+            expected.add(("src_orders", Action.REPLACE_IN_PLACE))
             self.segments.append((len(self.raw), self.multiplier))
-        else:
-            assert deployment.plan.changes == []
-        self.cursor, self.cursor_multiplier = head, self.multiplier
+        if self.cursor_weight != self.weight:  # stateful: a new version beside the serving one
+            expected.add((TOTALS, Action.DEPLOY))
+            if TOTALS in self.serving:
+                self.candidate = (self.serving[TOTALS] + 1, self.weight)
+            else:
+                self.serving[TOTALS], self.totals_weight = 1, self.weight
+        assert actions == expected, (actions, expected)
+        self.cursor, self.cursor_multiplier, self.cursor_weight = head, self.multiplier, self.weight
         self.count()
 
-    @precondition(lambda self: bool(self.deployed - self.stopped))
-    @rule(data=st.data())
-    def stop_statement(self, data: st.DataObject) -> None:
-        table = data.draw(st.sampled_from(sorted(self.deployed - self.stopped)))
-        self.client.stop_statement(statement(table), timeout=60)
-        self.stopped.add(table)
+    @precondition(lambda self: self.candidate is not None)
+    @rule(promote=st.booleans())
+    def promote_or_rollback(self, promote: bool) -> None:
+        assert self.candidate is not None
+        if promote:
+            self.deployer().promote().wait()
+            self.serving[TOTALS], self.totals_weight = self.candidate
+            self.stopped.discard(TOTALS)
+        else:
+            self.deployer().rollback().wait()
+        self.candidate = None
         self.count()
 
     @invariant()
     def deployed_tables_have_their_statement(self) -> None:
-        if self.deployed:
+        if self.serving:
             names = {s.name: s.phase for s in self.client.list_statements()}
-            for table in self.deployed:
-                assert names.get(statement(table)) in ("RUNNING", "STOPPED"), (table, names)
+            for table in self.serving:
+                assert names.get(statement(self.physical(table))) in ("RUNNING", "STOPPED"), (table, names)
 
     def teardown(self) -> None:
         try:
-            if self.deployed:
+            if self.serving:
                 self.settle_and_compare()
         finally:
             if hasattr(self, "service"):
@@ -224,22 +273,25 @@ class DeploymentModel(RuleBasedStateMachine):
 
     def settle_and_compare(self) -> None:
         """Deploy every deployed table once more, check a re-plan changes nothing, catch up, compare."""
-        for table in sorted(self.deployed):
+        for table in sorted(self.serving):
             self.deploy(table)
-        replan = self.deployer().deploy(sorted(self.deployed)).plan
-        assert not replan.changes, [(s.table, s.action.value, s.reason) for s in replan.changes]
+        if self.candidate is None:
+            replan = self.deployer().deploy(sorted(self.serving)).plan
+            assert not replan.changes, [(s.table, s.action.value, s.reason) for s in replan.changes]
         assert quiesce(self.service.url)["quiet"]
-        expected = oracle(self.raw, self.segments, self.deployed)
-        for table, rows in expected.items():
-            actual = select(self.client, f"SELECT * FROM `{table}`")
-            assert actual == rows, (table, self.segments, self.raw)
-            if table == "customer_totals":
+        src = source_rows(self.raw, self.segments)
+        expected = {"src_orders": src, "big_orders": [r for r in src if r[2] > 5],
+                    TOTALS: totals_rows(src, self.totals_weight)}
+        for table in self.serving:
+            actual = select(self.client, f"SELECT * FROM `{self.physical(table)}`")
+            assert actual == rows(expected[table]), (table, self.segments, self.raw)
+            if table == TOTALS:
                 duplicated = [k for k, n in Counter(r[0] for r in actual).items() if n > 1]
                 assert not duplicated, duplicated
-
-
-def statement(table: str) -> str:
-    return f"local-m-dml-{table.replace('_', '-')}"
+        if self.candidate is not None:
+            version, weight = self.candidate
+            actual = select(self.client, f"SELECT * FROM `{versioned_name(TOTALS, version)}`")
+            assert actual == rows(totals_rows(src, weight)), ("candidate", self.candidate, self.raw)
 
 
 _SPARK: list = []
@@ -253,7 +305,8 @@ def test_every_sink_equals_the_oracle_after_random_deployments(spark) -> None:  
         max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=True,
         suppress_health_check=list(HealthCheck), database=None))
     print(f"model: {len(_RUNS)} sequences, {sum(_RUNS)} operations ({dict(_KINDS)}), no counterexample")
-    assert _KINDS["sensor_run_deploys_the_commits"] and _KINDS["stop_statement"]  # the fixed seeds reach them
+    for kind in ("sensor_run_deploys_the_commits", "stop_statement", "promote_or_rollback"):
+        assert _KINDS[kind], kind  # the fixed seeds reach every kind of operation
 
 
 def test_live_state_type_is_what_plans_read() -> None:

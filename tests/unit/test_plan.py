@@ -202,3 +202,14 @@ def test_backfill_is_refused_where_a_window_cannot_be_rebuilt(graph):
     assert "stateful" in backfill_refusal(graph.tables["int_table_1"])  # a join: a window can't rebuild its state
     assert backfill_refusal(graph.tables["fct_c360_hourly_activity"]) is None  # TUMBLE windows align
     assert "stateful" in backfill_refusal(graph.tables["d"])  # reads an upsert table: ChangelogNormalize state
+
+
+def test_recreating_a_topic_a_candidate_version_reads_is_refused(graph):
+    live = running(graph, P1, changed=("int_table_2",))
+    name = statement_name("dev", "p1", "dml", "fct_order_v2")
+    live.statements[name] = LiveStatement(name=name, phase="RUNNING", table="fct_order", version=2,
+                                          kind=StatementKind.DML, code_version="x",
+                                          sql="INSERT INTO fct_order_v2 SELECT * FROM int_table_1 JOIN int_table_2")
+    with pytest.raises(PlanError, match="candidate version 2 of fct_order"):
+        build_plan(graph, ["int_table_2"], live)
+    assert build_plan(graph, ["int_table_1"], live).changes == []
