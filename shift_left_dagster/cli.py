@@ -108,23 +108,51 @@ def _fail(error: Exception, code: int = 2) -> None:
     raise SystemExit(code) from None
 
 
+TablesArgument = Annotated[Optional[list[str]], typer.Argument(help="tables (or use --product / --table-list-file)")]
+ProductOption = Annotated[Optional[str], typer.Option("--product", help="every table of this product")]
+ListFileOption = Annotated[Optional[Path], typer.Option("--table-list-file", help="a file with one table a line")]
+ExcludeOption = Annotated[Optional[list[str]], typer.Option("--exclude", help="tables (or globs) to leave out")]
+
+
+def _targets(graph, tables: list[str] | None, product: str | None, list_file: Path | None,  # noqa: ANN001
+             exclude: list[str] | None) -> list[str]:
+    """The tables a command acts on: named, a product's, a file's, less the excluded (globs allowed)."""
+    from fnmatch import fnmatch
+
+    chosen = list(tables or [])
+    if product:
+        chosen += [name for name, info in graph.tables.items() if info.product == product]
+    if list_file:
+        chosen += [line.strip() for line in list_file.read_text().splitlines() if line.strip()]
+    chosen = [t for t in dict.fromkeys(chosen) if not any(fnmatch(t, p) for p in exclude or [])]
+    if not chosen:
+        _fail(ValueError("no table chosen: name tables, --product or --table-list-file"))
+    return chosen
+
+
 @app.command()
 def plan(
-    table: Annotated[str, typer.Argument(help="table to deploy")],
+    tables: TablesArgument = None,
+    product: ProductOption = None,
+    table_list_file: ListFileOption = None,
+    exclude: ExcludeOption = None,
     pipelines: PipelinesOption = None,
     config: ConfigOption = None,
     dml_only: Annotated[bool, typer.Option("--dml-only", help="keep tables, replace statements only")] = False,
     may_start_children: Annotated[bool, typer.Option(
         "--may-start-children", help="also deploy descendants that are not deployed")] = False,
     force_sources: Annotated[bool, typer.Option("--force-sources", help="redeploy running sources")] = False,
+    force: Annotated[bool, typer.Option("--force", help="redeploy the tables even when unchanged")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
 ) -> None:
-    """The ordered steps deploying TABLE would take against the configured service, with reasons."""
+    """The ordered steps deploying TABLES would take against the configured service, with reasons."""
     from shift_left_dagster.deploy.plan import PlanError
 
+    deployer = _deployer(pipelines, config)
     try:
-        deployment = _deployer(pipelines, config).deploy(
-            [table], dml_only=dml_only, may_start_children=may_start_children, force_sources=force_sources)
+        deployment = deployer.deploy(_targets(deployer.graph, tables, product, table_list_file, exclude),
+                                     dml_only=dml_only, may_start_children=may_start_children,
+                                     force_sources=force_sources, force=force)
     except PlanError as error:
         _fail(error)
     typer.echo(deployment.plan.model_dump_json(indent=1) if as_json else str(deployment))
@@ -132,22 +160,61 @@ def plan(
 
 @app.command()
 def deploy(
-    table: Annotated[str, typer.Argument(help="table to deploy")],
+    tables: TablesArgument = None,
+    product: ProductOption = None,
+    table_list_file: ListFileOption = None,
+    exclude: ExcludeOption = None,
     pipelines: PipelinesOption = None,
     config: ConfigOption = None,
     dml_only: Annotated[bool, typer.Option("--dml-only")] = False,
     may_start_children: Annotated[bool, typer.Option("--may-start-children")] = False,
     force_sources: Annotated[bool, typer.Option("--force-sources")] = False,
+    force: Annotated[bool, typer.Option("--force", help="redeploy the tables even when unchanged")] = False,
 ) -> None:
-    """Plan, print, then run the deployment of TABLE; stops at the first failing step."""
+    """Plan, print, then run the deployment of TABLES; stops at the first failing step. On the local
+    service, raw topics the project reads are seeded from seeds/ first."""
     from shift_left_dagster.deploy.plan import PlanError
 
+    deployer = _deployer(pipelines, config)
     try:
-        deployment = _deployer(pipelines, config).deploy(
-            [table], dml_only=dml_only, may_start_children=may_start_children, force_sources=force_sources)
+        deployment = deployer.deploy(_targets(deployer.graph, tables, product, table_list_file, exclude),
+                                     dml_only=dml_only, may_start_children=may_start_children,
+                                     force_sources=force_sources, force=force)
     except PlanError as error:
         _fail(error)
     _run(deployment)
+
+
+@app.command()
+def statements(
+    pipelines: PipelinesOption = None,
+    config: ConfigOption = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """What runs: every statement of the project's tables with its phase, version, pool and code state."""
+    from shift_left_dagster.deploy.live import StatementKind
+
+    deployer = _deployer(pipelines, config)
+    live = deployer.live()
+    serving = live.serving_versions()
+    report = []
+    for statement in sorted(live.statements.values(), key=lambda s: s.name):
+        if not statement.table:
+            continue
+        info = deployer.graph.tables.get(statement.table)
+        code = "removed from git" if info is None else (
+            "current" if statement.code_version == info.code_version else "changed in git")
+        role = "serving" if serving.get(statement.table) == statement.version else "candidate/other"
+        report.append({"table": statement.table, "statement": statement.name, "kind": statement.kind,
+                       "phase": statement.phase, "version": statement.version, "role": role,
+                       "compute_pool": statement.compute_pool_id, "code": code})
+    if as_json:
+        typer.echo(json.dumps(report, indent=1, default=str))
+        return
+    for row in report:
+        if row["kind"] == StatementKind.DML:
+            typer.echo(f"{row['table']:32} {row['statement']:48} {row['phase']:10} v{row['version']} "
+                       f"{row['role']:15} {row['code']}")
 
 
 @app.command()
@@ -354,6 +421,20 @@ def demo(
             typer.echo(f"  {statement.name:48} {statement.phase}")
     typer.echo(f"\nUI:   DAGSTER_HOME={home} dg dev   (then http://127.0.0.1:3000)")
     typer.echo("stop: shift-left-dagster local stop")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        typer.echo(f"shift-left-dagster {version('shift-left-dagster')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                                help="print the version and exit")] = False) -> None:
+    """`shift-left-dagster`: Confluent Cloud Flink SQL pipelines, planned and deployed exactly once."""
 
 
 def main() -> None:

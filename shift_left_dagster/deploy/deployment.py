@@ -113,10 +113,11 @@ class Deployer:
                            seeds=seeds, **flags)  # type: ignore[arg-type]
 
     def deploy(self, targets: list[str], *, dml_only: bool = False, force_sources: bool = False,
-               may_start_children: bool = False, start_at: datetime | None = None) -> Deployment:
+               may_start_children: bool = False, start_at: datetime | None = None,
+               force: bool = False) -> Deployment:
         live = self.live()
         options = self.options(live, dml_only=dml_only, force_sources=force_sources,
-                               may_start_children=may_start_children, start_at=start_at)
+                               may_start_children=may_start_children, start_at=start_at, force=force)
         return self._deployment(build_plan(self.graph, targets, live, options))
 
     def deploy_commit(self, since: str, until: str = "HEAD") -> Deployment:

@@ -76,6 +76,7 @@ class PlanOptions(BaseModel):
     environment: str = "dev"
     dml_only: bool = False
     force_sources: bool = False
+    force: bool = False  # redeploy the targets even when they run unchanged (tables recreated)
     may_start_children: bool = False  # also deploy descendants that are not deployed
     compute_pool_id: str | None = None  # the configured pool, when there is one
     start_at: datetime | None = None  # (re)deployed statements read their sources from here, not earliest
@@ -270,8 +271,10 @@ class Planner:
             if unchanged:
                 return Action.RESUME, "stopped with the same code version: resumed from its latest offsets"
             return Action.RECREATE, "stopped, and its code changed: table recreated, reprocessed from earliest"
-        if unchanged:
+        if unchanged and not self.options.force:
             return Action.SKIP, f"{state.value} with the same code version"
+        if unchanged:
+            return Action.RECREATE, "forced: table recreated, reprocessed from earliest"
         return Action.RECREATE, "code changed: table recreated, reprocessed from earliest"
 
     def dml_only_action(self, table: str, state: TableState, unchanged: bool, recreated: list[str]) -> Decision:

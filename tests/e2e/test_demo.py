@@ -1,6 +1,7 @@
 """The first hour: from a fresh folder, `shift-left-dagster demo` deploys *fct_order into a persistent
 Dagster instance that `dg dev` then shows with every deployed table materialised."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -33,5 +34,21 @@ def test_demo_leaves_an_instance_showing_every_deployed_table(tmp_path: Path) ->
         with DagsterInstance.from_config(str(home)) as instance:
             for table in P1:
                 assert instance.get_latest_materialization_event(AssetKey(table)) is not None, table
+
+        # The CLI runs the same deployment object against the same service.
+        def cli_json(*args: str) -> object:
+            done = subprocess.run([*cli, *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+            return json.loads(done.stdout) if "--json" in args else done.stdout
+
+        plan = cli_json("plan", "--product", "p1", "--json")
+        assert all(step["action"] == "skip" for step in plan["steps"]), plan  # type: ignore[index]
+        forced = cli_json("deploy", "src_table_3", "--force")
+        assert "recreate" in forced and "fct_order" in forced  # its children follow, from earliest
+        rows = cli_json("statements", "--json")
+        assert {(r["table"], r["phase"]) for r in rows if r["kind"] == "dml"} >= {  # type: ignore[union-attr]
+            (t, "RUNNING") for t in P1}
+        dry = cli_json("undeploy", "fct_order", "--dry-run")
+        assert "undeploy" in dry and "fct_order" in dry
     finally:
         subprocess.run([*cli, "local", "stop"], cwd=tmp_path, env=env, capture_output=True, timeout=120)
