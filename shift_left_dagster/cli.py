@@ -155,6 +155,7 @@ def plan(
                                      force_sources=force_sources, force=force)
     except PlanError as error:
         _fail(error)
+    deployment.release()  # only printed: the next deployment may plan
     typer.echo(deployment.plan.model_dump_json(indent=1) if as_json else str(deployment))
 
 
@@ -254,6 +255,7 @@ def undeploy(
     except PlanError as error:
         _fail(error)
     if dry_run:
+        deployment.release()
         typer.echo(str(deployment))
         return
     _run(deployment)
@@ -402,7 +404,9 @@ def demo(
     config = target_config(mode="local")
     home = Path(os.environ.get("DAGSTER_HOME") or resolve_data_dir(None).parent / "dagster_home").resolve()
     home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").touch()  # an instance that keeps its runs, with Dagster's defaults
+    config_file = home / "dagster.yaml"
+    if not config_file.exists():  # runs kept; one deployment of a project at a time (its op's pool)
+        config_file.write_text("concurrency:\n  pools:\n    default_limit: 1\n")
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     typer.echo(f"local Confluent-compatible service: {config.flink_base_url} (keeps running)")
     typer.echo(f"Dagster instance: DAGSTER_HOME={home}")

@@ -180,6 +180,7 @@ def build_flink_assets(
         first = partitions_def.start if partitions_def else None
         lost = partial_history_loss(project.graph, run.plan, first) if first else []
         if lost and not config.allow_partial_history:
+            run.deployment.release()
             raise Failure(description="refusing to drop history (set allow_partial_history to proceed): "
                           + "; ".join(lost))
         yield from run.stream()

@@ -102,7 +102,8 @@ class ConfluentFlinkResource(ConfigurableResource):
         seeds = info.project.seeds_dir if self.is_local and self.seed_local_raw_topics else None
         return Deployer(client=self.get_client(), graph=info.project.graph, config=self.get_config(),
                         seeds_dir=seeds if seeds and seeds.is_dir() else None, max_parallel=self.max_parallel,
-                        timeout=self.statement_timeout_seconds, settle_seconds=self.settle_seconds)
+                        timeout=self.statement_timeout_seconds, settle_seconds=self.settle_seconds,
+                        holder=f"dagster run {context.run_id}")
 
     def deploy(self, *, context: "AssetExecutionContext", dml_only: bool = False, force_sources: bool = False,
                may_start_children: bool = False, start_at: datetime | None = None,

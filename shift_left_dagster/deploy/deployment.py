@@ -9,7 +9,9 @@ statement it touched is healthy once it settled.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import socket
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +21,9 @@ from shift_left_dagster.deploy.backfill import plan_backfill
 from shift_left_dagster.deploy.bluegreen import commit_plan, promote_plan, rollback_plan
 from shift_left_dagster.deploy.changes import detect_changes, repository_of
 from shift_left_dagster.deploy.executor import DeploymentFailed, PlanExecutor, StepResult
+from shift_left_dagster.deploy.lease import DeploymentLease
 from shift_left_dagster.deploy.live import LiveState, live_state, physical_names
+from shift_left_dagster.deploy.naming import lease_name
 from shift_left_dagster.deploy.plan import DeploymentPlan, PlanOptions, PlanStep, build_plan, render_plan
 from shift_left_dagster.deploy.seeds import seed_files
 from shift_left_dagster.deploy.undeploy import undeploy_plan
@@ -42,18 +46,27 @@ class Deployment:
     plan: DeploymentPlan
     executor: PlanExecutor
     graph: ProjectGraph
+    lease: DeploymentLease | None = None  # held from planning to the end of the run
     results: list[StepResult] = field(default_factory=list)
 
     def __str__(self) -> str:
         return render_plan(self.plan)
 
     def run(self) -> Iterator[StepResult]:
-        for result in self.executor.run(self.plan):
-            self.results.append(result)
-            yield result
-        problems = self.executor.unhealthy(self.results)
+        try:
+            for result in self.executor.run(self.plan):
+                self.results.append(result)
+                yield result
+            problems = self.executor.unhealthy(self.results)
+        finally:
+            self.release()
         if problems:
             raise Unhealthy(problems)
+
+    def release(self) -> None:
+        """Let the next deployment of the project plan (done by `run`; call it when not running)."""
+        if self.lease is not None:
+            self.lease.release()
 
     def wait(self) -> list[StepResult]:
         """Run to the end; the results of every step."""
@@ -100,6 +113,9 @@ class Deployer:
     max_parallel: int = 4
     timeout: float = 600.0
     settle_seconds: float = 2.0
+    exclusive: bool = True  # hold the project's deployment lease from planning to the end of the run
+    holder: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    lease_wait_seconds: float = 600.0
 
     def live(self) -> LiveState:
         return live_state(self.client)
@@ -115,40 +131,52 @@ class Deployer:
     def deploy(self, targets: list[str], *, dml_only: bool = False, force_sources: bool = False,
                may_start_children: bool = False, start_at: datetime | None = None,
                force: bool = False) -> Deployment:
-        live = self.live()
-        options = self.options(live, dml_only=dml_only, force_sources=force_sources,
-                               may_start_children=may_start_children, start_at=start_at, force=force)
-        return self._deployment(build_plan(self.graph, targets, live, options))
+        def make(live: LiveState) -> DeploymentPlan:
+            options = self.options(live, dml_only=dml_only, force_sources=force_sources,
+                                   may_start_children=may_start_children, start_at=start_at, force=force)
+            return build_plan(self.graph, targets, live, options)
+
+        return self._planned(make)
 
     def deploy_commit(self, since: str, until: str = "HEAD") -> Deployment:
         """What the commits (since, until] changed in the pipelines folder, blue/green."""
         repo, pipelines = repository_of(self.graph.inventory.root / "pipelines")
         changes = detect_changes(repo, since, until, pipelines)
-        live = self.live()
-        return self._deployment(commit_plan(self.graph, changes, live, self.options(live)))
+        return self._planned(lambda live: commit_plan(self.graph, changes, live, self.options(live)))
 
     def backfill(self, tables: list[str], start: datetime, end: datetime) -> Deployment:
-        live = self.live()
-        return self._deployment(plan_backfill(self.graph, tables, start, end, live, self.options(live)))
+        return self._planned(lambda live: plan_backfill(self.graph, tables, start, end, live, self.options(live)))
 
     def promote(self, tables: list[str] | None = None) -> Deployment:
-        live = self.live()
-        return self._deployment(promote_plan(self.graph, live, self.options(live), tables))
+        return self._planned(lambda live: promote_plan(self.graph, live, self.options(live), tables))
 
     def rollback(self, tables: list[str] | None = None) -> Deployment:
-        live = self.live()
-        return self._deployment(rollback_plan(self.graph, live, self.options(live), tables))
+        return self._planned(lambda live: rollback_plan(self.graph, live, self.options(live), tables))
 
     def undeploy(self, tables: list[str], *, product: str | None = None) -> Deployment:
         """Remove tables (or a product's), children first; a table something else reads is refused."""
         chosen = list(tables) + [t for t, info in self.graph.tables.items() if product and info.product == product]
-        live = self.live()
-        return self._deployment(undeploy_plan(self.graph, sorted(set(chosen)), live, self.options(live)))
+        return self._planned(lambda live: undeploy_plan(self.graph, sorted(set(chosen)), live, self.options(live)))
 
-    def _deployment(self, plan: DeploymentPlan) -> Deployment:
+    def _deployment(self, plan: DeploymentPlan, lease: DeploymentLease | None = None) -> Deployment:
         executor = PlanExecutor(self.client, max_parallel=self.max_parallel, timeout=self.timeout,
                                 settle_seconds=self.settle_seconds, seeds_root=self.seeds_dir)
-        return Deployment(plan=plan, executor=executor, graph=self.graph)
+        return Deployment(plan=plan, executor=executor, graph=self.graph, lease=lease)
+
+    def _planned(self, make: Callable[[LiveState], DeploymentPlan]) -> Deployment:
+        """Plan while holding the project's lease (released when the deployment has run, or fails to plan)."""
+        lease = None
+        if self.exclusive:
+            project = self.graph.inventory.root.name
+            lease = DeploymentLease(self.client, lease_name(self.config.env_name, project), self.holder,
+                                    wait_seconds=self.lease_wait_seconds)
+            lease.acquire()
+        try:
+            return self._deployment(make(self.live()), lease)
+        except BaseException:
+            if lease is not None:
+                lease.release()
+            raise
 
 
 __all__ = ["Deployer", "Deployment", "DeploymentFailed", "PlanStep", "StepResult", "Unhealthy"]

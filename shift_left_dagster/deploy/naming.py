@@ -35,6 +35,11 @@ def backfill_statement_name(env: str, product: str | None, table: str, start: da
     return _fit([env, product or "", "dml", table], tail=tail, limit=MAX_STATEMENT_NAME_LENGTH)
 
 
+def lease_name(env: str, project: str) -> str:
+    """The statement whose existence is the deployment lease of a project in an environment."""
+    return _fit([env, "lease", project], tail="", limit=MAX_STATEMENT_NAME_LENGTH)
+
+
 def compute_pool_name(env: str, product: str | None) -> str:
     """Compute pool display name ``<env>-<product>`` (valid for fcpm/v2, at most 64 characters)."""
     return _fit([env, product or ""], tail="", limit=MAX_POOL_NAME_LENGTH)

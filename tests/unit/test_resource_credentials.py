@@ -36,6 +36,9 @@ def test_cloud_secrets_are_used_and_never_shown(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("TEST_FLINK_SECRET", SECRET)
     responses.get(STATEMENTS, status=401, json={"errors": [{"status": "401", "detail": "invalid API key"}]},
                   headers={"WWW-Authenticate": 'Basic error="invalid_key"'})
+    # The first request takes the project's deployment lease (a statement): refused the same way.
+    responses.post(STATEMENTS, status=401, json={"errors": [{"status": "401", "detail": "invalid API key"}]},
+                   headers={"WWW-Authenticate": 'Basic error="invalid_key"'})
     resource = ConfluentFlinkResource(mode="cloud", config_file=str(config),
                                       flink_api_key=EnvVar("TEST_FLINK_KEY"),
                                       flink_api_secret=EnvVar("TEST_FLINK_SECRET"))
