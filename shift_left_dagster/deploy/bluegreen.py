@@ -12,7 +12,7 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from shift_left_dagster.deploy.changes import Category, TableChange
-from shift_left_dagster.deploy.live import LiveState, physical_names
+from shift_left_dagster.deploy.live import LiveState
 from shift_left_dagster.deploy.naming import statement_name, versioned_name
 from shift_left_dagster.deploy.plan import Action, DeploymentPlan, Planner, PlanOptions, PlanStep, link
 from shift_left_dagster.deploy.rewrite import rename_tables
@@ -98,7 +98,7 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
     in-place replacements from offsets (DDL first), then an ordinary plan for added tables."""
     serving = live.serving_versions()
     wanted = plan_blue_green(graph, changes, serving)
-    options = options.model_copy(update={"physical_names": physical_names(serving)})
+    options = options.model_copy(update={"versions": serving})
     planner = Planner(graph, live, options)
     deployed = {v.table for v in wanted.versions if v.table in serving}
     reading = {**options.physical_names, **{v.table: v.physical for v in wanted.versions if v.table in deployed}}

@@ -22,7 +22,7 @@ from shift_left_dagster.deploy.bluegreen import commit_plan, promote_plan, rollb
 from shift_left_dagster.deploy.changes import detect_changes, repository_of
 from shift_left_dagster.deploy.executor import DeploymentFailed, PlanExecutor, StepResult
 from shift_left_dagster.deploy.lease import DeploymentLease
-from shift_left_dagster.deploy.live import LiveState, live_state, physical_names
+from shift_left_dagster.deploy.live import LiveState, live_state
 from shift_left_dagster.deploy.naming import lease_name
 from shift_left_dagster.deploy.plan import DeploymentPlan, PlanOptions, PlanStep, build_plan, render_plan
 from shift_left_dagster.deploy.seeds import seed_files
@@ -124,7 +124,7 @@ class Deployer:
         """Plan options for the environment as it runs now: its name, pool, serving versions, seeds."""
         seeds = seed_files(self.seeds_dir) if self.seeds_dir else {}
         return PlanOptions(environment=self.config.env_name, compute_pool_id=self.config.flink.compute_pool_id,
-                           physical_names=physical_names(live.serving_versions()),
+                           versions=live.serving_versions(),
                            reject_topics_prefixes=list(self.config.kafka.reject_topics_prefixes),
                            seeds=seeds, **flags)  # type: ignore[arg-type]
 

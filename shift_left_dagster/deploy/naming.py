@@ -58,9 +58,6 @@ def table_name(table: str, prefix: str) -> str:
     return f"{qualifier}{dot}{prefix}{name}"
 
 
-VERSION_SUFFIX = re.compile(r"^(?P<base>.+)_v(?P<n>\d+)$")
-
-
 def versioned_name(table: str, version: int) -> str:
     """Blue/green: version 1 is the table's own name; later versions are `<table>_v<N>`."""
     return table if version <= 1 else f"{table}_v{version}"

@@ -27,7 +27,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field
 
 from shift_left_dagster.deploy.live import LIVE_PHASES, LiveState, StatementKind
-from shift_left_dagster.deploy.naming import compute_pool_name, statement_name
+from shift_left_dagster.deploy.naming import compute_pool_name, statement_name, versioned_name
 from shift_left_dagster.deploy.rewrite import rename_tables
 from shift_left_dagster.project.analysis import StateForm, tables_read
 from shift_left_dagster.project.graph import ProjectGraph
@@ -80,9 +80,15 @@ class PlanOptions(BaseModel):
     may_start_children: bool = False  # also deploy descendants that are not deployed
     compute_pool_id: str | None = None  # the configured pool, when there is one
     start_at: datetime | None = None  # (re)deployed statements read their sources from here, not earliest
-    physical_names: dict[str, str] = Field(default_factory=dict)  # logical -> serving version (blue/green)
+    versions: dict[str, int] = Field(default_factory=dict)  # logical table -> its serving version (blue/green)
     reject_topics_prefixes: list[str] = Field(default_factory=list)  # external names never accepted
     seeds: dict[str, str] = Field(default_factory=dict)  # raw topic -> seed file creating it (local service)
+
+
+    @property
+    def physical_names(self) -> dict[str, str]:
+        """Logical table -> the name its serving version is deployed as (itself for version 1)."""
+        return {table: versioned_name(table, version) for table, version in self.versions.items()}
 
 
 class PlanStep(BaseModel):
@@ -359,9 +365,11 @@ class Planner:
         render = (lambda sql: rename_tables(sql, renames)) if renames else (lambda sql: sql)
         return (render(info.ddl_sql) if info.ddl_sql else None, render(info.dml_sql) if info.dml_sql else None)
 
-    def table_step(self, index: int, table: str, action: Action, reason: str, *, version: int = 1,
+    def table_step(self, index: int, table: str, action: Action, reason: str, *, version: int | None = None,
                    physical: str | None = None, reading: dict[str, str] | None = None) -> PlanStep:
+        """A step of `table`: by default its serving version (labels and names agree with it)."""
         info = self.graph.tables[table]
+        version = version if version is not None else self.options.versions.get(table, 1)
         physical = physical or self.physical(table)
         ddl, dml = self.names(table, physical)
         step = PlanStep(index=index, action=action, reason=reason, table=table, product=info.product,

@@ -213,3 +213,16 @@ def test_recreating_a_topic_a_candidate_version_reads_is_refused(graph):
     with pytest.raises(PlanError, match="candidate version 2 of fct_order"):
         build_plan(graph, ["int_table_2"], live)
     assert build_plan(graph, ["int_table_1"], live).changes == []
+
+
+def test_a_recreated_child_keeps_its_serving_version(graph):
+    """Found by the model-based test: after fct_order v2 was promoted, recreating a parent recreated
+    fct_order_v2 but labelled it version 1, so the next plan thought fct_order was missing."""
+    live = running(graph, [t for t in P1 if t != "fct_order"], changed=("int_table_2",))
+    name = statement_name("dev", "p1", "dml", "fct_order_v2")
+    live.statements[name] = LiveStatement(name=name, phase="RUNNING", table="fct_order", version=2,
+                                          kind=StatementKind.DML, code_version=graph.tables["fct_order"].code_version)
+    plan = build_plan(graph, ["int_table_2"], live, PlanOptions(versions=live.serving_versions()))
+    step = plan.step_for("fct_order")
+    assert (step.action, step.version, step.physical_table) == (Action.RECREATE, 2, "fct_order_v2")
+    assert step.dml_statement == name and "INSERT INTO fct_order_v2" in step.dml_sql
