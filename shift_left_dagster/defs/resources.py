@@ -3,6 +3,7 @@
 (No `from __future__ import annotations`: Dagster reads field annotations at runtime.)
 """
 
+import os
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -56,24 +57,22 @@ class ConfluentFlinkResource(ConfigurableResource):
             self._client.close()
             self._client = None
 
-    def _environ(self) -> dict[str, str]:
-        import os
-
-        pairs = {
-            "SL_FLINK_API_KEY": self.flink_api_key,
-            "SL_FLINK_API_SECRET": self.flink_api_secret,
-            "SL_CONFLUENT_CLOUD_API_KEY": self.cloud_api_key,
-            "SL_CONFLUENT_CLOUD_API_SECRET": self.cloud_api_secret,
-            "SL_KAFKA_API_KEY": self.kafka_api_key,
-            "SL_KAFKA_API_SECRET": self.kafka_api_secret,
-            "SL_REGISTRY_API_KEY": self.registry_api_key,
-            "SL_REGISTRY_API_SECRET": self.registry_api_secret,
+    def _secrets(self) -> dict[tuple[str, str], str]:
+        """The keys this resource was given, by config field (they win over SL_* variables)."""
+        given = {
+            ("flink", "api_key"): self.flink_api_key, ("flink", "api_secret"): self.flink_api_secret,
+            ("confluent_cloud", "api_key"): self.cloud_api_key,
+            ("confluent_cloud", "api_secret"): self.cloud_api_secret,
+            ("kafka", "api_key"): self.kafka_api_key, ("kafka", "api_secret"): self.kafka_api_secret,
+            ("kafka", "sasl.username"): self.kafka_api_key, ("kafka", "sasl.password"): self.kafka_api_secret,
+            ("registry", "registry_key_name"): self.registry_api_key,
+            ("registry", "registry_key_secret"): self.registry_api_secret,
         }
-        return {**os.environ, **{k: v for k, v in pairs.items() if v}}
+        return {k: v for k, v in given.items() if v}
 
     @property
     def is_local(self) -> bool:
-        return resolve_mode(self.mode, self._environ()) == "local"
+        return resolve_mode(self.mode, os.environ, self.flink_api_key) == "local"
 
     def get_local_data_dir(self) -> str:
         """The data folder of the local service this resource talks to (checks read sink files there)."""
@@ -82,7 +81,7 @@ class ConfluentFlinkResource(ConfigurableResource):
     def get_config(self) -> FlinkProjectConfig:
         """Resolved once per run (in local mode this may start the service)."""
         if self._config is None:
-            self._config = target_config(self.config_file, mode=self.mode, environ=self._environ(),
+            self._config = target_config(self.config_file, mode=self.mode, secrets=self._secrets(),
                                          local_data_dir=self.local_data_dir, local_url=self.local_url)
         return self._config
 

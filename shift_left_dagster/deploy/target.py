@@ -16,11 +16,12 @@ from shift_left_dagster.project.config import FlinkProjectConfig, load_config, l
 Mode = Literal["auto", "local", "cloud"]
 
 
-def resolve_mode(mode: Mode, environ: Mapping[str, str]) -> Literal["local", "cloud"]:
-    """auto: cloud when a Flink API key is configured, else the embedded local service."""
+def resolve_mode(mode: Mode, environ: Mapping[str, str], flink_api_key: str | None = None
+                 ) -> Literal["local", "cloud"]:
+    """auto: cloud when a Flink API key is configured (given, or SL_FLINK_API_KEY), else the local service."""
     if mode != "auto":
         return mode
-    return "cloud" if environ.get("SL_FLINK_API_KEY") else "local"
+    return "cloud" if flink_api_key or environ.get("SL_FLINK_API_KEY") else "local"
 
 
 def target_config(
@@ -30,6 +31,7 @@ def target_config(
     environ: Mapping[str, str] | None = None,
     local_data_dir: str | None = None,
     local_url: str | None = None,
+    secrets: Mapping[tuple[str, str], str] | None = None,
 ) -> FlinkProjectConfig:
     """The environment config to deploy with; in local mode, starts the local service if needed.
 
@@ -38,7 +40,7 @@ def target_config(
     folder: its client refuses a service answering for another folder.
     """
     environ = os.environ if environ is None else environ
-    if resolve_mode(mode, environ) == "local":
+    if resolve_mode(mode, environ, (secrets or {}).get(("flink", "api_key"))) == "local":
         if local_url:
             if not local_data_dir:
                 return local_defaults(local_url)
@@ -51,7 +53,7 @@ def target_config(
         info = ensure_running(local_data_dir)
         return bind_to_data_dir(local_defaults(info.url), info.data_dir)
     path = config_file or environ.get("CONFIG_FILE")
-    return load_config(Path(path) if path else None, environ)
+    return load_config(Path(path) if path else None, environ, secrets)
 
 
 def connect(config: FlinkProjectConfig) -> ConfluentClient:

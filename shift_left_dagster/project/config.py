@@ -251,7 +251,8 @@ class FlinkProjectConfig(BaseModel):
         return {f"key.{key_format}.schema-context": context, f"value.{value_format}.schema-context": context}
 
 
-def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None) -> FlinkProjectConfig:
+def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None,
+                secrets: Mapping[tuple[str, str], str] | None = None) -> FlinkProjectConfig:
     """Read, override with ``SL_*`` secrets, and validate one environment's config file.
 
     ``path`` defaults to ``$CONFIG_FILE``, then ``./config.yaml`` (as shift_left).
@@ -269,13 +270,15 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigFileError(file, ["top level must be a mapping of sections"])
-    return parse_config(raw, env, source=file)
+    return parse_config(raw, env, source=file, secrets=secrets)
 
 
 def parse_config(
-    raw: Mapping[str, Any], environ: Mapping[str, str], source: Path | str = DEFAULT_CONFIG_FILE
+    raw: Mapping[str, Any], environ: Mapping[str, str], source: Path | str = DEFAULT_CONFIG_FILE,
+    secrets: Mapping[tuple[str, str], str] | None = None,
 ) -> FlinkProjectConfig:
-    """Validate an already-read config mapping (see load_config)."""
+    """Validate an already-read config mapping (see load_config). `secrets`, keyed (section, key) as
+    SECRET_ENV_VARS, win over the environment: what a Dagster resource was given explicitly."""
     data: dict[str, Any] = {key: value for key, value in raw.items()}
     placeholders: set[str] = set()
     for section in _SECTIONS:
@@ -290,8 +293,9 @@ def parse_config(
                     del content[key]
         data[section] = content
     for (section, key), var in SECRET_ENV_VARS.items():
-        if environ.get(var) and isinstance(data[section], dict):
-            data[section][key] = environ[var]
+        value = (secrets or {}).get((section, key)) or environ.get(var)
+        if value and isinstance(data[section], dict):
+            data[section][key] = value
     try:
         return FlinkProjectConfig.model_validate(data)
     except ValidationError as exc:
