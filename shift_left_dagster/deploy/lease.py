@@ -3,7 +3,8 @@
 The lease is a statement with a fixed name: creating a statement name that exists answers 409 on
 Confluent Cloud and on the local service alike, so whoever creates it holds the lease until it
 deletes it. Plans are made while holding it, so no run plans against another's half-done work. A
-lease older than `stale_seconds` (a crashed holder) is taken over, and the take-over is said.
+lease older than `stale_seconds` (a crashed holder) is taken over, and the take-over is said; the
+same holder (a run, or a CLI process) may take it again.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ class DeploymentLease:
                 if current is None:
                     continue  # released meanwhile
                 holder, age = current
+                if holder == self.holder:  # ours already (a plan this process made and did not run)
+                    self.held = True
+                    return
                 if age > self.stale_seconds:
                     log.warning("taking over the deployment lease %s from %s (held %.0f s: stale)",
                                 self.name, holder, age)
