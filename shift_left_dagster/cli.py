@@ -130,6 +130,18 @@ def _targets(graph, tables: list[str] | None, product: str | None, list_file: Pa
     return chosen
 
 
+def _planned_deployment(pipelines: Path | None, config: Path | None, chosen: tuple, **flags: bool):  # noqa: ANN202
+    """The deployment of the chosen tables (`_targets` arguments), or exit 2 naming why it can't be planned."""
+    from shift_left_dagster.deploy.plan import PlanError
+
+    deployer = _deployer(pipelines, config)
+    try:
+        return deployer.deploy(_targets(deployer.graph, *chosen), **flags)
+    except PlanError as error:
+        _fail(error)
+        raise
+
+
 @app.command()
 def plan(
     tables: TablesArgument = None,
@@ -146,15 +158,9 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
 ) -> None:
     """The ordered steps deploying TABLES would take against the configured service, with reasons."""
-    from shift_left_dagster.deploy.plan import PlanError
-
-    deployer = _deployer(pipelines, config)
-    try:
-        deployment = deployer.deploy(_targets(deployer.graph, tables, product, table_list_file, exclude),
+    deployment = _planned_deployment(pipelines, config, (tables, product, table_list_file, exclude),
                                      dml_only=dml_only, may_start_children=may_start_children,
                                      force_sources=force_sources, force=force)
-    except PlanError as error:
-        _fail(error)
     deployment.release()  # only printed: the next deployment may plan
     typer.echo(deployment.plan.model_dump_json(indent=1) if as_json else str(deployment))
 
@@ -174,16 +180,9 @@ def deploy(
 ) -> None:
     """Plan, print, then run the deployment of TABLES; stops at the first failing step. On the local
     service, raw topics the project reads are seeded from seeds/ first."""
-    from shift_left_dagster.deploy.plan import PlanError
-
-    deployer = _deployer(pipelines, config)
-    try:
-        deployment = deployer.deploy(_targets(deployer.graph, tables, product, table_list_file, exclude),
-                                     dml_only=dml_only, may_start_children=may_start_children,
-                                     force_sources=force_sources, force=force)
-    except PlanError as error:
-        _fail(error)
-    _run(deployment)
+    _run(_planned_deployment(pipelines, config, (tables, product, table_list_file, exclude),
+                             dml_only=dml_only, may_start_children=may_start_children,
+                             force_sources=force_sources, force=force))
 
 
 @app.command()
