@@ -20,7 +20,7 @@ from sqlglot import exp
 from shift_left_dagster.confluent.models import Statement
 from shift_left_dagster.local.reader import LocalData
 from shift_left_dagster.local.settings import resolve_data_dir
-from shift_left_dagster.local.translate import translate_query
+from shift_left_dagster.translation.spark import translate_query
 from shift_left_dagster.local.types import spark_type_of
 from shift_left_dagster.project.dialect import StatementSet
 from shift_left_dagster.project.inventory import FlinkTable

@@ -20,12 +20,7 @@ from shift_left_dagster.local.types import UnsupportedType, spark_type_of
 from shift_left_dagster.project.analysis import analyze_ddl
 from shift_left_dagster.project.dialect import MetadataColumnConstraint
 from shift_left_dagster.project.parsing import Statement, to_flink_sql
-
-ROWTIME = "$rowtime"
-PARTITION = "$partition"
-OFFSET = "$offset"
-OP = "$op"
-SYSTEM_COLUMNS = (ROWTIME, PARTITION, OFFSET, OP)
+from shift_left_dagster.translation.columns import OFFSET, OP, PARTITION, ROWTIME, SYSTEM_COLUMNS  # noqa: F401 (re-exported)
 
 # Changelog op codes, as the results endpoint and the `op` Kafka header use them.
 INSERT, UPDATE_BEFORE, UPDATE_AFTER, DELETE = 0, 1, 2, 3

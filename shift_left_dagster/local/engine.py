@@ -28,7 +28,7 @@ from shift_left_dagster.local.offsets import ScanError, format_offsets
 from shift_left_dagster.local.spark import get_spark
 from shift_left_dagster.local.storage import NotNullViolation, TableLogs, drop_table
 from shift_left_dagster.local.store import Store, now
-from shift_left_dagster.local.translate import Unsupported
+from shift_left_dagster.translation.spark import Unsupported
 from shift_left_dagster.local.types import UnsupportedType, result_type
 from shift_left_dagster.local.views import TemporalJoinError
 from shift_left_dagster.project.dialect import StatementSet

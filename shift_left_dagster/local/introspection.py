@@ -24,7 +24,7 @@ from shift_left_dagster.local.info_schema import (
 )
 from shift_left_dagster.local.jobs import JobError, Jobs, missing_table
 from shift_left_dagster.local.settings import IDENTITY
-from shift_left_dagster.local.translate import translate_query
+from shift_left_dagster.translation.spark import translate_query
 from shift_left_dagster.local.types import decode_wire, flink_type_name, result_type, wire_column
 from shift_left_dagster.project.dialect import StatementSet, split_tokens
 from shift_left_dagster.project.parsing import FLINK, FlinkSqlError, Statement, parse_statements

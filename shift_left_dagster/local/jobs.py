@@ -26,7 +26,7 @@ from shift_left_dagster.local.errors import flink_detail
 from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.storage import TableLogs
 from shift_left_dagster.local.store import Batch, RunState, SourceProgress, Store
-from shift_left_dagster.local.translate import HIDDEN, HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ, SparkQuery, translate_query
+from shift_left_dagster.translation.spark import HIDDEN, HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ, SparkQuery, translate_query
 from shift_left_dagster.local.types import decode_wire, flink_type_name, spark_type_of, wire_column
 from shift_left_dagster.local.views import TableViews
 from shift_left_dagster.project.analysis import state_reasons

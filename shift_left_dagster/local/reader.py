@@ -25,7 +25,7 @@ from shift_left_dagster.local.jobs import Jobs
 from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.storage import TableLogs
 from shift_left_dagster.local.store import RunState, SourceProgress, Store
-from shift_left_dagster.local.translate import HIDDEN_SEQ
+from shift_left_dagster.translation.spark import HIDDEN_SEQ
 from shift_left_dagster.project.parsing import parse_one_statement
 
 

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 
 from shift_left_dagster.confluent.errors import StatementFailed
 from shift_left_dagster.local.catalog import OFFSET, OP, PARTITION, TableId, resolve
-from shift_left_dagster.local.functions import FUNCTIONS
+from shift_left_dagster.translation.functions import FUNCTIONS
 from tests.integration.support import client_for, quiesce, run, select, unique
 
 pytestmark = pytest.mark.service

@@ -17,10 +17,10 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ErrorLevel, UnsupportedError
 
-from shift_left_dagster.local.catalog import OFFSET, OP, ROWTIME
-from shift_left_dagster.local.functions import FUNCTIONS, UnknownFunction, translate_call, translate_typed
 from shift_left_dagster.project.dialect import OptionsHint, TableArgument
 from shift_left_dagster.project.parsing import FLINK
+from shift_left_dagster.translation.columns import OFFSET, OP, ROWTIME
+from shift_left_dagster.translation.functions import FUNCTIONS, UnknownFunction, translate_call, translate_typed
 
 # Hidden columns a stateless (incremental) query carries from each input record to its output row.
 HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ = "__sl_op", "__sl_rowtime", "__sl_seq"
