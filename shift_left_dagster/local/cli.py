@@ -25,7 +25,10 @@ def _print(info: LocalServiceInfo, as_json: bool) -> None:
         from shift_left_dagster.local.settings import credentials
 
         key, secret = credentials()
-        typer.echo(json.dumps({**info.model_dump(mode="json"), "api_key": key, "api_secret": secret}, indent=1))
+        endpoints = {"flink_endpoint": info.url, "kafka_rest_endpoint": info.url,  # one service answers all three
+                     "schema_registry_endpoint": info.url}
+        typer.echo(json.dumps({**info.model_dump(mode="json"), **endpoints, "api_key": key, "api_secret": secret},
+                              indent=1))
         return
     state = "running" if info.running else "not running"
     typer.echo(f"local service {state}: {info.url} (pid {info.pid or '-'}, data {info.data_dir})")

@@ -71,3 +71,5 @@ def test_b_status_is_not_running_when_a_answers_at_b_recorded_url(local_service,
     status = json.loads(cli("status", "--data-dir", str(folder_b), "--json").stdout)
     assert status["running"] is False and status["data_dir"] == str(folder_b)
     assert status["api_key"] and status["api_secret"]  # what a client needs, for the caller who asked
+    assert status["flink_endpoint"] == status["kafka_rest_endpoint"] == status["schema_registry_endpoint"] \
+        == status["url"]
