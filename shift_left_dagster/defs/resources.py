@@ -51,8 +51,12 @@ class ConfluentFlinkResource(ConfigurableResource):
     settle_seconds: float = Field(default=2.0, description="an in-place replacement must stay healthy this long")
     _config: FlinkProjectConfig | None = PrivateAttr(default=None)
     _client: ConfluentClient | None = PrivateAttr(default=None)
+    _deployments: list["Deployment"] = PrivateAttr(default_factory=list)
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
+        for deployment in self._deployments:  # a body that planned without streaming frees the lease here
+            deployment.release()
+        self._deployments.clear()
         if self._client is not None:
             self._client.close()
             self._client = None
@@ -132,6 +136,7 @@ class ConfluentFlinkResource(ConfigurableResource):
         from shift_left_dagster.defs.run import FlinkRun
 
         info = flink_assets_info(context)
+        self._deployments.append(deployment)
         run_checks = None
         if info.checks.enabled:
             checks = checks or FlinkChecksResource()

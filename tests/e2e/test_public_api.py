@@ -112,3 +112,14 @@ def test_in_place_change_adds_the_column_keeps_offsets_and_checks(service, tmp_p
     assert "raw_payments_nobody_has" in messages, messages
     statement = client.get_statement("local-p1-dml-src-table-3")
     assert (statement.metadata.uid, statement.phase) == (running_uid, "RUNNING")
+
+
+def test_a_body_that_only_plans_frees_the_project_lease(service):  # type: ignore[no-untyped-def]
+    @flink_assets(project=FlinkProject(PROJECT / "pipelines"), select=["src_table_1"], name="plan_only")
+    def plan_only(context: AssetExecutionContext, flink: ConfluentFlinkResource):
+        context.log.info(f"would change {len(flink.deploy(context=context).plan.changes)} table(s)")
+        yield from ()
+
+    resources = {"flink": ConfluentFlinkResource(mode="local", local_url=service.url)}
+    assert materialize([plan_only], resources=resources).success
+    assert not [s for s in client_for(service.url).list_statements() if "-lease-" in s.name]
