@@ -19,7 +19,9 @@ PipelinesOption = Annotated[
     Optional[Path],
     typer.Option("--pipelines", "-p", help="pipelines folder (default: $PIPELINES, else ./flink_project/pipelines)"),
 ]
-PostfixOption = Annotated[str, typer.Option("--postfix", help="suffix of the test twins (config app.post_fix_unit_test)")]
+PostfixOption = Annotated[
+    str, typer.Option("--postfix", help="suffix of the test twins (config app.post_fix_unit_test)")
+]
 
 
 @test_app.command("init")

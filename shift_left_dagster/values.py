@@ -31,7 +31,7 @@ Type = exp.DataType.Type
 FlinkType = str | exp.DataType
 
 _MICROS = 6  # Spark keeps microseconds: TIMESTAMP(7..9) compare at 6
-_INTEGRAL_DIGITS = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10, T.LongType: 20}
+_INTEGRAL_DIGITS: dict[type[T.DataType], int] = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10, T.LongType: 20}
 _MULTISETS = (Type.LIST,)  # sqlglot reads Flink's MULTISET<T> as LIST<T>
 
 
@@ -94,7 +94,7 @@ def common_type(left: T.DataType, right: T.DataType) -> T.DataType:
         return T.ArrayType(common_type(left.elementType, right.elementType))
     if isinstance(left, T.StructType) and isinstance(right, T.StructType) and len(left) == len(right):
         return T.StructType([T.StructField(a.name, common_type(a.dataType, b.dataType))
-                             for a, b in zip(left.fields, right.fields)])
+                             for a, b in zip(left.fields, right.fields, strict=True)])
     return T.StringType()
 
 
@@ -122,7 +122,7 @@ def except_all(left: DataFrame, right: DataFrame, flink_types: Mapping[str, Flin
     def keyed(frame: DataFrame, types: Mapping[str, T.DataType]) -> DataFrame:
         forms = [comparable(F.col(f"`{c}`"), types[c], (flink_types or {}).get(c),
                             common_type(comparable_type(kinds[c]), comparable_type(right_kinds[c]))).alias(k)
-                 for c, k in zip(columns, keys)]
+                 for c, k in zip(columns, keys, strict=True)]
         with_forms = frame.select(*[F.col(f"`{c}`") for c in columns], *forms)
         copy = F.row_number().over(Window.partitionBy(*keys).orderBy(*keys))
         return with_forms.withColumn("__sl_copy", copy)

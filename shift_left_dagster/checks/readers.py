@@ -20,11 +20,11 @@ from sqlglot import exp
 from shift_left_dagster.confluent.models import Statement
 from shift_left_dagster.local.reader import LocalData
 from shift_left_dagster.local.settings import resolve_data_dir
-from shift_left_dagster.translation.spark import translate_query
 from shift_left_dagster.local.types import spark_type_of
 from shift_left_dagster.project.dialect import StatementSet
 from shift_left_dagster.project.inventory import FlinkTable
 from shift_left_dagster.project.parsing import parse_one_statement
+from shift_left_dagster.translation.spark import translate_query
 
 
 class SinkConfig(BaseModel):

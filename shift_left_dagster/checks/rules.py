@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -21,7 +21,7 @@ from shift_left_dagster.checks.models import Severity
 from shift_left_dagster.confluent.models import Phase, Statement
 from shift_left_dagster.local.types import UnsupportedType, spark_type_of
 from shift_left_dagster.project.analysis import Column as DdlColumn
-from shift_left_dagster.values import FlinkType, comparable, comparable_type, common_type, same_value
+from shift_left_dagster.values import FlinkType, common_type, comparable, comparable_type, same_value
 
 Verdict = tuple[bool, str, dict[str, Any]]
 HEALTHY_PHASES = (Phase.RUNNING, Phase.COMPLETED)
@@ -32,12 +32,12 @@ def unique_primary_key(records: DataFrame, key: Sequence[str], samples: int) -> 
     keys = [_col(k) for k in key]
     grouped = records.groupBy(*keys).agg(F.count(F.lit(1)).alias("__sl_rows"))
     duplicated = F.col("__sl_rows") > 1
-    row = grouped.agg(
+    row = _one(grouped.agg(
         F.coalesce(F.sum("__sl_rows"), F.lit(0)).alias("checked"),
         F.count_if(duplicated).alias("keys"),
         F.coalesce(F.sum(F.when(duplicated, F.col("__sl_rows"))), F.lit(0)).alias("rows"),
         _samples(F.struct(*keys), F.when(duplicated, F.xxhash64(*keys)), samples).alias("samples"),
-    ).first()
+    ))
     count, checked = int(row["keys"]), int(row["checked"])
     metadata = {"compared_rows": checked, "duplicate_keys": count, "duplicate_rows": int(row["rows"]),
                 "sample_keys": _json(row["samples"])}
@@ -131,7 +131,7 @@ def _by_key(sides: _Sides, key: Sequence[str], samples: int) -> dict[str, Any]:
     expected_row = F.struct(*[F.col(f"e{i}").alias(c) for i, c in enumerate(columns)])
     actual_row = F.struct(*[F.col(f"a{i}").alias(c) for i, c in enumerate(columns)])
     missing, unexpected = in_e & ~in_a, in_a & ~in_e
-    row = joined.agg(
+    row = _one(joined.agg(
         F.count(F.lit(1)).alias("compared_rows"),
         F.count_if(in_e).alias("expected_rows"),
         F.count_if(in_a).alias("actual_rows"),
@@ -143,7 +143,7 @@ def _by_key(sides: _Sides, key: Sequence[str], samples: int) -> dict[str, Any]:
         _samples(actual_row, F.when(unexpected, key_hash), samples).alias("sample_unexpected"),
         _samples(F.struct(expected_row.alias("expected"), actual_row.alias("actual")),
                  F.when(any_differs, key_hash), samples).alias("sample_different"),
-    ).first()
+    ))
     return {
         "compared_rows": int(row["compared_rows"]),  # keys on either side
         "expected_rows": int(row["expected_rows"]),
@@ -168,15 +168,17 @@ def _as_multisets(sides: _Sides, samples: int) -> dict[str, Any]:
 
     def side(frame: DataFrame, actual: bool) -> DataFrame:
         shown = F.to_json(F.struct(*[_col(c) for c in columns])).alias("__sl_row")
-        return frame.select(*[sides.comparable(c, _col(c), actual=actual).alias(f) for c, f in zip(columns, forms)],
-                            shown, F.lit(0 if actual else 1).alias("__sl_e"), F.lit(1 if actual else 0).alias("__sl_a"))
+        compared = [sides.comparable(c, _col(c), actual=actual).alias(f)
+                    for c, f in zip(columns, forms, strict=True)]
+        return frame.select(*compared, shown,
+                            F.lit(0 if actual else 1).alias("__sl_e"), F.lit(1 if actual else 0).alias("__sl_a"))
 
     both = side(sides.expected, False).unionByName(side(sides.actual, True))
     grouped = both.groupBy(*forms).agg(F.sum("__sl_e").alias("__sl_e"), F.sum("__sl_a").alias("__sl_a"),
                                        F.min("__sl_row").alias("__sl_row"))
     e, a = F.col("__sl_e"), F.col("__sl_a")
     row_hash = F.xxhash64(*[F.col(f) for f in forms])
-    row = grouped.agg(
+    row = _one(grouped.agg(
         F.coalesce(F.sum(F.greatest(e, a)), F.lit(0)).alias("compared_rows"),
         F.coalesce(F.sum(e), F.lit(0)).alias("expected_rows"),
         F.coalesce(F.sum(a), F.lit(0)).alias("actual_rows"),
@@ -184,7 +186,7 @@ def _as_multisets(sides: _Sides, samples: int) -> dict[str, Any]:
         F.coalesce(F.sum(F.greatest(a - e, F.lit(0))), F.lit(0)).alias("unexpected"),
         _samples(F.col("__sl_row"), F.when(e > a, row_hash), samples, as_json=False).alias("sample_missing"),
         _samples(F.col("__sl_row"), F.when(a > e, row_hash), samples, as_json=False).alias("sample_unexpected"),
-    ).first()
+    ))
     return {
         "compared_rows": int(row["compared_rows"]),  # copies of each distinct row, the larger side's
         "expected_rows": int(row["expected_rows"]),
@@ -214,7 +216,8 @@ def schema_matches(declared: Sequence[DdlColumn], schema: T.StructType, ignore: 
             retyped[column.name] = f"{column.type} declared: {error}"
             continue
         if field.dataType.simpleString() != wanted:
-            retyped[column.name] = f"{column.type} declared ({wanted} in Spark), {field.dataType.simpleString()} in the sink"
+            retyped[column.name] = (f"{column.type} declared ({wanted} in Spark), "
+                                    f"{field.dataType.simpleString()} in the sink")
     names = {c.name.lower() for c in stored}
     unexpected = [f.name for key, f in fields.items() if key not in names]
     problems = ([f"missing column(s) {', '.join(missing)}"] if missing else []) + (
@@ -240,6 +243,14 @@ def statement_healthy(statement: Statement | None, lag: dict[str, int] | None, m
         return False, f"statement {statement.name} is {total} records behind its sources (limit {max_lag})", metadata
     behind = f", {total} records behind its sources" if total is not None else ""
     return True, f"statement {statement.name} is {statement.phase}{behind}", metadata
+
+
+def _one(frame: DataFrame) -> Row:
+    """The one row of a global aggregation (one with no grouping always has exactly one)."""
+    row = frame.first()
+    if row is None:
+        raise RuntimeError("a global aggregation returned no row")
+    return row
 
 
 def _col(name: str) -> Column:

@@ -49,8 +49,8 @@ from shift_left_dagster.checks.readers import SinkReader
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.confluent.errors import ConfluentError, NotFound
 from shift_left_dagster.confluent.models import Phase, Statement
-from shift_left_dagster.deploy.naming import statement_name
 from shift_left_dagster.deploy.live import TABLE_LABEL
+from shift_left_dagster.deploy.naming import statement_name
 from shift_left_dagster.project.inventory import FlinkTable
 
 _EPOCH = datetime.fromtimestamp(0, UTC)

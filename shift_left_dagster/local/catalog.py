@@ -167,7 +167,8 @@ def _check_column(column: ColumnDef) -> None:
             f"(supported: {', '.join(sorted(METADATA_KEYS))})"
         )
     if column.metadata_key not in (None, *WRITABLE_METADATA) and not column.virtual:
-        raise TableError(f"Column '{column.name}': metadata key '{column.metadata_key}' is read-only, declare it VIRTUAL")
+        raise TableError(f"Column '{column.name}': metadata key '{column.metadata_key}' is read-only, "
+                         f"declare it VIRTUAL")
     if column.expression is None:
         try:
             spark_type_of(column.type)

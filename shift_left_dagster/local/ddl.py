@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from typing import cast
 
 from sqlglot import exp
 
@@ -32,9 +33,10 @@ class Ddl:
         else:
             raise TableError(f"{type(tree).__name__} is not a DDL statement")
 
-    def create(self, statement: Statement, properties: Mapping[str, str], query_table: TableDef | None = None) -> TableDef:
+    def create(self, statement: Statement, properties: Mapping[str, str],
+               query_table: TableDef | None = None) -> TableDef:
         """CREATE TABLE [IF NOT EXISTS]; for CREATE TABLE AS, `query_table` carries the query's columns."""
-        create = statement.tree
+        create = cast(exp.Create, statement.tree)  # callers pass a CREATE statement
         if create.kind == "CATALOG":
             raise TableError("CREATE CATALOG is not supported: on Confluent Cloud a catalog is an environment, "
                              "created outside Flink SQL (the local service has one, 'sql.current-catalog')")

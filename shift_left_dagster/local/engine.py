@@ -28,11 +28,11 @@ from shift_left_dagster.local.offsets import ScanError, format_offsets
 from shift_left_dagster.local.spark import get_spark
 from shift_left_dagster.local.storage import NotNullViolation, TableLogs, drop_table
 from shift_left_dagster.local.store import Store, now
-from shift_left_dagster.translation.spark import Unsupported
 from shift_left_dagster.local.types import UnsupportedType, result_type
 from shift_left_dagster.local.views import TemporalJoinError
 from shift_left_dagster.project.dialect import StatementSet
 from shift_left_dagster.project.parsing import FlinkSqlError, Statement, parse_statements
+from shift_left_dagster.translation.spark import Unsupported
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,8 @@ class Engine:
 
     def quiesce(self, timeout: float = 300.0) -> dict[str, Any]:
         """Block until the engine has run every statement until none finds new input."""
-        done, report = threading.Event(), {}
+        done = threading.Event()
+        report: dict[str, Any] = {}
         with self._waiters_lock:
             self._quiet_waiters.append((done, report))
         self._wake.set()
@@ -224,7 +225,8 @@ class Engine:
         self._jobs[name] = job
         bounded = all(p.bound is not None for p in state.sources.values())
         append_only = all(not s.table.upsert for s in job.sinks)
-        self._set(name, RUNNING, " ".join(job.notes), traits=_traits(job.sql_kind, bounded=bounded, append_only=append_only),
+        self._set(name, RUNNING, " ".join(job.notes),
+                  traits=_traits(job.sql_kind, bounded=bounded, append_only=append_only),
                   latest_offsets=None, latest_offsets_timestamp=None)
         return self._advance(name)
 
@@ -249,7 +251,8 @@ class Engine:
         body = self.store.statement(name)
         if body is None:
             return None
-        job = self.jobs.compile(name, self._parse(name, body["spec"]["statement"]), body["spec"].get("properties") or {})
+        statement = self._parse(name, body["spec"]["statement"])
+        job = self.jobs.compile(name, statement, body["spec"].get("properties") or {})
         state = self.jobs.start(job, self.store.run_state(name))  # a source recreated since: read it from its start
         self.store.commit_run(name, state, [])
         self._jobs[name] = job

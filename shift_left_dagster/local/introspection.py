@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
@@ -20,14 +20,19 @@ from sqlglot.errors import ParseError, TokenError
 
 from shift_left_dagster.local.catalog import TableDef, TableError, TableId, resolve
 from shift_left_dagster.local.info_schema import (
-    VIEWS, Catalog, ColumnInfo, is_info_schema, spark_schema, table_columns,
+    VIEWS,
+    Catalog,
+    ColumnInfo,
+    is_info_schema,
+    spark_schema,
+    table_columns,
 )
 from shift_left_dagster.local.jobs import JobError, Jobs, missing_table
 from shift_left_dagster.local.settings import IDENTITY
-from shift_left_dagster.translation.spark import translate_query
 from shift_left_dagster.local.types import decode_wire, flink_type_name, result_type, wire_column
 from shift_left_dagster.project.dialect import StatementSet, split_tokens
 from shift_left_dagster.project.parsing import FLINK, FlinkSqlError, Statement, parse_statements
+from shift_left_dagster.translation.spark import translate_query
 
 MAX_ROWS = 100_000
 
@@ -187,7 +192,7 @@ class Introspection:
 
     def _check_ctas_target(self, statement: Statement, properties: Mapping[str, str]) -> None:
         """What starting a CREATE TABLE AS checks before it compiles: the target must not exist."""
-        create = statement.tree
+        create = cast(exp.Create, statement.tree)  # callers pass a CREATE statement
         target = create.this.this if isinstance(create.this, exp.Schema) else create.this
         table_id = resolve(target, properties)
         if create.kind != "TABLE":

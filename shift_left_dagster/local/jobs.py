@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
+from typing import cast
 
 from pyspark.errors import PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -20,18 +22,35 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from shift_left_dagster.local.catalog import (
-    DELETE, INSERT, OP, ROWTIME, UPDATE_AFTER, UPDATE_BEFORE, ColumnDef, TableDef, TableId, resolve, table_from_create,
+    DELETE,
+    INSERT,
+    OP,
+    ROWTIME,
+    UPDATE_AFTER,
+    UPDATE_BEFORE,
+    ColumnDef,
+    TableDef,
+    TableId,
+    resolve,
+    table_from_create,
 )
 from shift_left_dagster.local.errors import flink_detail
 from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.storage import TableLogs
 from shift_left_dagster.local.store import Batch, RunState, SourceProgress, Store
-from shift_left_dagster.translation.spark import HIDDEN, HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ, SparkQuery, translate_query
 from shift_left_dagster.local.types import decode_wire, flink_type_name, spark_type_of, wire_column
 from shift_left_dagster.local.views import TableViews
 from shift_left_dagster.project.analysis import state_reasons
 from shift_left_dagster.project.dialect import StatementSet
 from shift_left_dagster.project.parsing import Statement
+from shift_left_dagster.translation.spark import (
+    HIDDEN,
+    HIDDEN_OP,
+    HIDDEN_ROWTIME,
+    HIDDEN_SEQ,
+    SparkQuery,
+    translate_query,
+)
 from shift_left_dagster.values import except_all, same_value
 
 MAX_RESULT_ROWS = 100_000
@@ -105,7 +124,8 @@ class Jobs:
             return job
         if isinstance(tree, exp.Create):
             return self._compile_ctas(name, statement, properties)
-        inserts = tree.expressions if isinstance(tree, StatementSet) else [tree]
+        # what is left is an INSERT or a STATEMENT SET (of INSERTs only: the dialect checks it)
+        inserts = cast(list[exp.Insert], tree.expressions if isinstance(tree, StatementSet) else [tree])
         job = Job(name=name, sql_kind="EXECUTE_STATEMENT_SET" if isinstance(tree, StatementSet) else "INSERT_INTO")
         for insert in inserts:
             job.sinks.append(self._compile_insert(job, insert, properties))
@@ -185,8 +205,9 @@ class Jobs:
                 continue
             options = job.options[table.uid]
             ends = self.store.end_offsets(table.uid)
-            start = start_offsets(options, table.partitions, ends, lambda ms: self.views.first_offset_at(table, ms))
-            bound = bound_offsets(options, table.partitions, ends, lambda ms: self.views.first_offset_at(table, ms))
+            first_offset_at = partial(self.views.first_offset_at, table)
+            start = start_offsets(options, table.partitions, ends, first_offset_at)
+            bound = bound_offsets(options, table.partitions, ends, first_offset_at)
             state.sources[table.name] = SourceProgress(table_uid=table.uid, start=start, bound=bound, next=dict(start))
         return state
 
@@ -291,8 +312,8 @@ class Jobs:
         positional = [f"__sl_c{i}" for i in range(len(data))]
         hidden = [f.name for f in fields if f.name in HIDDEN]
         frame = result.toDF(*(positional[: len(data)] + hidden)) if not hidden else result.select(
-            *[F.col(f"`{n}`").alias(p) for n, p in zip(data, positional)], *[F.col(h) for h in hidden])
-        source = {t.lower(): p for t, p in zip(sink.target, positional)}
+            *[F.col(f"`{n}`").alias(p) for n, p in zip(data, positional, strict=True)], *[F.col(h) for h in hidden])
+        source = {t.lower(): p for t, p in zip(sink.target, positional, strict=True)}
         columns: list[Column] = []
         for column in sink.table.stored_columns:
             kind = spark_type_of(column.type)

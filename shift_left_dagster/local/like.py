@@ -13,10 +13,17 @@ declared definition win.
 
 from __future__ import annotations
 
+from typing import cast
+
 from sqlglot import exp
 
 from shift_left_dagster.local.catalog import (
-    DEFAULT_PARTITIONS, ColumnDef, TableDef, TableError, TableId, columns_from_schema,
+    DEFAULT_PARTITIONS,
+    ColumnDef,
+    TableDef,
+    TableError,
+    TableId,
+    columns_from_schema,
 )
 from shift_left_dagster.project.analysis import analyze_ddl
 from shift_left_dagster.project.dialect import Distribution
@@ -51,7 +58,7 @@ def like_strategies(like: exp.LikeProperty) -> dict[str, str]:
 
 
 def table_like(statement: Statement, uid: str, table_id: TableId, source: TableDef) -> TableDef:
-    create = statement.tree
+    create = cast(exp.Create, statement.tree)  # callers pass a CREATE statement
     like = like_clause(create)
     assert like is not None
     strategy = like_strategies(like)
@@ -66,7 +73,8 @@ def table_like(statement: Statement, uid: str, table_id: TableId, source: TableD
                         f"There already exists a watermark spec for column '{declared_watermark}' in the base "
                         f"table. You might want to specify EXCLUDING WATERMARKS or OVERWRITING WATERMARKS.")
     options = _options(source.options, info.options, strategy["OPTIONS"])
-    distributed = any(isinstance(p, Distribution) for p in (create.args.get("properties") or exp.Properties()).expressions)
+    properties = create.args.get("properties") or exp.Properties()
+    distributed = any(isinstance(p, Distribution) for p in properties.expressions)
     keep_source = strategy["PARTITIONS"] == "INCLUDING" and strategy["DISTRIBUTION"] == "INCLUDING" and not distributed
     changelog_mode = options.get("changelog.mode", "upsert" if primary_key else "append")
     for column in columns:
@@ -79,7 +87,8 @@ def table_like(statement: Statement, uid: str, table_id: TableId, source: TableD
         "changelog_mode": changelog_mode, "options": options, "watermark_column": watermark,
     }
     if watermark != source.watermark_column:  # the declared watermark: nothing else of the source's applies
-        update.update({k: None for k in TableDef.model_fields if k.startswith("watermark_") and k != "watermark_column"})
+        update.update({k: None for k in TableDef.model_fields
+                       if k.startswith("watermark_") and k != "watermark_column"})
     return source.model_copy(deep=True, update=update)
 
 
@@ -111,7 +120,7 @@ def _options(base: dict[str, str], declared: dict[str, str], strategy: str) -> d
     if strategy == "EXCLUDING":
         return dict(declared)
     if strategy == "INCLUDING":
-        for key, value in declared.items():
+        for key in declared:
             if key in base:
                 raise TableError(f"There already exists an option ['{key}' -> '{base[key]}'] in the base table. "
                                  f"You might want to specify EXCLUDING OPTIONS or OVERWRITING OPTIONS.")

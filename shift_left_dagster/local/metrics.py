@@ -9,6 +9,7 @@ for our own health reporting.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -149,11 +150,12 @@ def answer(query: Query, store: Store) -> dict[str, Any]:
     groups: dict[tuple[str, ...], list[int]] = {}
     for sample in chosen:
         groups.setdefault(tuple(_label(sample, f) for f in query.group_by), []).append(sample.value)
-    combine = {"SUM": sum, "MIN": min, "MAX": max}[query.aggregations[0].agg]
+    combiners: dict[str, Callable[[Iterable[int]], int]] = {"SUM": sum, "MIN": min, "MAX": max}
+    combine = combiners[query.aggregations[0].agg]
     stamp = datetime.now(UTC).replace(second=0, microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
     data: list[dict[str, Any]] = []
     for key, values in sorted(groups.items())[: query.limit]:
-        labels = dict(zip(query.group_by, key))
+        labels = dict(zip(query.group_by, key, strict=True))
         point = {"timestamp": stamp, "value": float(combine(values))}
         data.append({**labels, "points": [point]} if query.format == "GROUPED" else {**point, **labels})
     return {"data": data, "meta": {"pagination": {"page_size": query.limit, "total_size": len(data)}}}

@@ -67,7 +67,8 @@ def scan_options(table_options: Mapping[str, str], hints: Mapping[str, str],
     if startup == "specific-offsets":
         text = option("scan.startup.specific-offsets")
         if not text:
-            raise ScanError("'scan.startup.specific-offsets' is required when 'scan.startup.mode' is 'specific-offsets'.")
+            raise ScanError("'scan.startup.specific-offsets' is required when "
+                            "'scan.startup.mode' is 'specific-offsets'.")
         options.specific_offsets = parse_offsets(text)
     if bounded == "timestamp":
         options.bounded_timestamp = _millis(option("scan.bounded.timestamp-millis"), "scan.bounded.timestamp-millis")

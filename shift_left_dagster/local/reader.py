@@ -19,14 +19,22 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import (
-    DELETE, INSERT, OFFSET, OP, PARTITION, UPDATE_AFTER, UPDATE_BEFORE, TableDef, TableId,
+    DELETE,
+    INSERT,
+    OFFSET,
+    OP,
+    PARTITION,
+    UPDATE_AFTER,
+    UPDATE_BEFORE,
+    TableDef,
+    TableId,
 )
 from shift_left_dagster.local.jobs import Jobs
 from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.storage import TableLogs
 from shift_left_dagster.local.store import RunState, SourceProgress, Store
-from shift_left_dagster.translation.spark import HIDDEN_SEQ
 from shift_left_dagster.project.parsing import parse_one_statement
+from shift_left_dagster.translation.spark import HIDDEN_SEQ
 
 
 class LocalDataError(ValueError):

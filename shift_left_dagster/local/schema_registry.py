@@ -243,13 +243,6 @@ def avro_schema(table: TableDef, key: bool) -> dict[str, Any]:
             "fields": [_field(c.name, c.type, c.nullable) for c in chosen]}
 
 
-def _field(name: str, flink_type: str, nullable: bool) -> dict[str, Any]:
-    kind = _avro(flink_type, name)
-    if nullable:
-        return {"name": name, "type": ["null", kind], "default": None}
-    return {"name": name, "type": kind}
-
-
 _PRIMITIVES = {"TEXT": "string", "VARCHAR": "string", "CHAR": "string", "BOOLEAN": "boolean", "TINYINT": "int",
                "SMALLINT": "int", "INT": "int", "BIGINT": "long", "FLOAT": "float", "DOUBLE": "double",
                "VARBINARY": "bytes", "BINARY": "bytes"}

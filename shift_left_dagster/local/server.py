@@ -23,14 +23,27 @@ from starlette.routing import Route
 
 from shift_left_dagster.confluent.models import POOL_NAME_PATTERN, is_valid_statement_name
 from shift_left_dagster.local.api import (
-    PoolIn, StatementIn, cloud_error, kafka_error, new_statement, pool_resource, statements_path,
-)
-from shift_left_dagster.local.engine import (
-    COMPLETED, DELETING, FAILED, PENDING, RUNNING, STOPPED, STOPPING, Engine,
+    PoolIn,
+    StatementIn,
+    cloud_error,
+    kafka_error,
+    new_statement,
+    pool_resource,
+    statements_path,
 )
 from shift_left_dagster.local.control_plane import control_plane_routes
-from shift_left_dagster.local.metrics import metrics_routes
+from shift_left_dagster.local.engine import (
+    COMPLETED,
+    DELETING,
+    FAILED,
+    PENDING,
+    RUNNING,
+    STOPPED,
+    STOPPING,
+    Engine,
+)
 from shift_left_dagster.local.limits import shorten
+from shift_left_dagster.local.metrics import metrics_routes
 from shift_left_dagster.local.registry_api import registry_routes
 from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.statement_patch import PatchError, PatchOp, apply_patch
@@ -159,9 +172,9 @@ class _Handlers:
             return cloud_error(400, _invalid(error), code="bad_request", title="Bad Request")
         if not is_valid_statement_name(body.name):
             return cloud_error(
-                400, f"Statement name '{shorten(body.name, 100)}' is invalid: use at most 72 lowercase alphanumeric characters, "
-                     f"'-' or '.', starting and ending with an alphanumeric character", code="invalid_name",
-                title="Bad Request")
+                400, f"Statement name '{shorten(body.name, 100)}' is invalid: use at most 72 lowercase "
+                     f"alphanumeric characters, '-' or '.', starting and ending with an alphanumeric character",
+                code="invalid_name", title="Bad Request")
         if len(body.spec.statement.encode()) > MAX_STATEMENT_BYTES:  # Confluent's documented limit and words
             return cloud_error(400, f"This query is too large to process (exceeds {MAX_STATEMENT_BYTES} bytes)",
                                code="bad_request", title="Bad Request")
@@ -245,9 +258,10 @@ class _Handlers:
             try:
                 body = wanted(resource)
             except PatchError as error:
-                raise _Rejected(cloud_error(error.status, error.detail, code=error.code, pointer=error.pointer))
+                rejection = cloud_error(error.status, error.detail, code=error.code, pointer=error.pointer)
+                raise _Rejected(rejection) from None
             except ValidationError as error:
-                raise _Rejected(cloud_error(422, _invalid(error), code="unprocessable_entity"))
+                raise _Rejected(cloud_error(422, _invalid(error), code="unprocessable_entity")) from None
             problem = _check_update(resource, body)
             if problem:
                 raise _Rejected(problem)
@@ -370,9 +384,10 @@ class _Handlers:
             return cloud_error(400, f"max_cfu must be one of {list(MAX_CFU_VALUES)}", code="bad_request")
         if spec.environment.id != IDENTITY.environment_id:
             return cloud_error(403, f"environment '{spec.environment.id}' was not found", code="forbidden")
-        pool = {"id": f"lfcp-{uuid.uuid4().hex[:6]}", "created_at": now(),
-                "spec": {"display_name": spec.display_name, "cloud": spec.cloud.upper(), "region": spec.region,
-                         "max_cfu": spec.max_cfu, "default_pool": False, "enable_ai": False}}
+        pool: dict[str, Any] = {
+            "id": f"lfcp-{uuid.uuid4().hex[:6]}", "created_at": now(),
+            "spec": {"display_name": spec.display_name, "cloud": spec.cloud.upper(), "region": spec.region,
+                     "max_cfu": spec.max_cfu, "default_pool": False, "enable_ai": False}}
         self.store.put_pool(pool)
         # Accepted while provisioning, as the cloud answers; a local pool is provisioned by the next GET.
         return JSONResponse(pool_resource(pool["id"], pool["spec"], _base(request), "PROVISIONING", pool["created_at"]),
@@ -418,6 +433,7 @@ class _Handlers:
         found, problem = self._find_topic(request)
         if problem:
             return problem
+        assert found is not None  # _find_topic gives a topic or a problem
         self.engine.drop_table(found["uid"])
         return Response(status_code=204)
 

@@ -215,7 +215,8 @@ class Store:
         return TableDef.model_validate_json(row[0]) if row else None
 
     def tables(self, database: str | None = None) -> list[TableDef]:
-        rows = self._all("SELECT definition FROM tables WHERE ? IS NULL OR database = ? ORDER BY name", database, database)
+        rows = self._all("SELECT definition FROM tables WHERE ? IS NULL OR database = ? ORDER BY name",
+                         database, database)
         return [TableDef.model_validate_json(r[0]) for r in rows]
 
     def create_table(self, table: TableDef) -> None:

@@ -18,7 +18,7 @@ from shift_left_dagster.project.parsing import FLINK
 
 Type = exp.DataType.Type
 
-_SCALARS: dict[Type, T.DataType] = {
+_SCALARS: dict[exp.DType, T.DataType] = {
     Type.TEXT: T.StringType(),
     Type.VARCHAR: T.StringType(),
     Type.CHAR: T.StringType(),

@@ -12,11 +12,19 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import (
-    DELETE, INSERT, OFFSET, OP, PARTITION, ROWTIME, UPDATE_AFTER, UPDATE_BEFORE, TableDef,
+    DELETE,
+    INSERT,
+    OFFSET,
+    OP,
+    PARTITION,
+    ROWTIME,
+    UPDATE_AFTER,
+    UPDATE_BEFORE,
+    TableDef,
 )
 from shift_left_dagster.local.storage import TableLogs
-from shift_left_dagster.translation.spark import HIDDEN, VALID_FROM, VALID_TO, translate_expression
 from shift_left_dagster.local.types import spark_type_of
+from shift_left_dagster.translation.spark import HIDDEN, VALID_FROM, VALID_TO, translate_expression
 
 Ranges = dict[int, tuple[int, int]]
 

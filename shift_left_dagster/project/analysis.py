@@ -154,7 +154,7 @@ def analyze_dml(statement: Statement) -> DmlInfo:
     )
 
 
-def source_tables(tree: exp.Expression | None) -> list[exp.Table]:
+def source_tables(tree: exp.Expr | None) -> list[exp.Table]:
     """Table references a statement reads: not CTE names, not INSERT targets."""
     if tree is None:
         return []
@@ -170,7 +170,7 @@ def source_tables(tree: exp.Expression | None) -> list[exp.Table]:
     ]
 
 
-def tables_read(tree: exp.Expression | None) -> list[str]:
+def tables_read(tree: exp.Expr | None) -> list[str]:
     """Names of the tables a statement reads, sorted."""
     return sorted({table_name(t) for t in source_tables(tree)})
 

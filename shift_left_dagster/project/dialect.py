@@ -149,7 +149,8 @@ class FlinkParser(parser.Parser):
                 strategy = self._prev.text.upper()
                 feature = self._parse_var(any_token=True)
                 if feature is None:
-                    self.raise_error(f"Expected a LIKE option after {strategy}")
+                    self.raise_error(f"Expected a LIKE option after {strategy}")  # raises (ErrorLevel.IMMEDIATE)
+                    continue
                 options.append(exp.Property(this=strategy, value=exp.var(feature.name.upper())))
             self._match_r_paren()
         return self.expression(exp.LikeProperty(this=table, expressions=options))
@@ -172,7 +173,7 @@ class FlinkParser(parser.Parser):
                 self.raise_error("Expected BUCKETS after DISTRIBUTED ... INTO n")
         return self.expression(Distribution(expressions=columns, kind=kind, buckets=buckets))
 
-    def _parse_lambda(self, alias: bool = False) -> exp.Expression | None:
+    def _parse_lambda(self, alias: bool = False) -> exp.Expr | None:
         # `TABLE t` inside a table-valued function call (TUMBLE/HOP/CUMULATE/SESSION).
         if self._curr and self._curr.token_type == TokenType.TABLE and self._next:
             if self._next.token_type in (TokenType.VAR, TokenType.IDENTIFIER) or (
@@ -191,7 +192,7 @@ class FlinkParser(parser.Parser):
             table.set("hints", self._table_hints)
         return table
 
-    def _parse_table_hints(self) -> list[exp.Expression] | None:
+    def _parse_table_hints(self) -> list[exp.Expr] | None:
         # sqlglot re-sets "hints" after the alias; hand back the hint read after the name.
         hints, self._table_hints = getattr(self, "_table_hints", None), None
         return hints
@@ -200,7 +201,7 @@ class FlinkParser(parser.Parser):
         text = (comments or [""])[0].strip().lstrip("+").strip()
         if not text.upper().startswith("OPTIONS"):
             self.raise_error(f"Unsupported table hint /*+ {text} */: only OPTIONS(...) is supported")
-        inner = exp.maybe_parse(f"SELECT {text[len('OPTIONS'):]}", dialect=self.dialect)
+        inner: exp.Expr = exp.maybe_parse(f"SELECT {text[len('OPTIONS'):]}", dialect=self.dialect)
         pairs: list[exp.Expression] = []
         values = inner.expressions if isinstance(inner, exp.Select) else []
         if len(values) == 1 and isinstance(values[0], exp.Tuple):

@@ -7,6 +7,7 @@ whatever PYTHONHASHSEED is.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from functools import cached_property
 from graphlib import CycleError, TopologicalSorter
 
@@ -86,7 +87,7 @@ class ProjectGraph:
                     queue.append(child)
         return result
 
-    def sorted_subset(self, names: set[str] | list[str]) -> list[str]:
+    def sorted_subset(self, names: Iterable[str]) -> list[str]:
         """The given tables in topological order."""
         wanted = set(names)
         return [name for name in self.order if name in wanted]

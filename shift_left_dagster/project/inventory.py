@@ -12,12 +12,13 @@ import gc
 import hashlib
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
 from multiprocessing import get_context
 from pathlib import Path
+from typing import cast
 
 import sqlglot
 from pydantic import BaseModel
@@ -170,15 +171,15 @@ def _discover(pipelines: Path) -> list[TableFiles]:
             return
         relative = os.path.relpath(folder, root).replace(os.sep, "/")
         parts = relative.split("/")[1:]  # below pipelines/
-        entry = TableFiles(type=FOLDER_TYPES.get(parts[0], parts[0]),
+        files = TableFiles(type=FOLDER_TYPES.get(parts[0], parts[0]),
                            product=parts[1] if len(parts) >= 3 else "", folder=relative)
         for name in sorted(os.listdir(scripts.path)):
-            if name.startswith("ddl.") and name.endswith(".sql") and entry.ddl is None:
-                entry.ddl = f"{relative}/sql-scripts/{name}"
-            elif name.startswith("dml.") and name.endswith(".sql") and entry.dml is None:
-                entry.dml = f"{relative}/sql-scripts/{name}"
-        if entry.ddl or entry.dml:
-            found.append(entry)
+            if name.startswith("ddl.") and name.endswith(".sql") and files.ddl is None:
+                files.ddl = f"{relative}/sql-scripts/{name}"
+            elif name.startswith("dml.") and name.endswith(".sql") and files.dml is None:
+                files.dml = f"{relative}/sql-scripts/{name}"
+        if files.ddl or files.dml:
+            found.append(files)
 
     visit(str(pipelines))
     return found
@@ -191,7 +192,7 @@ def analyser_version() -> str:
     """Changes whenever the code that produces an analysis changes: cache keys include it."""
     digest = hashlib.blake2b(sqlglot.__version__.encode(), digest_size=12)
     for module in (dialect, parsing, analysis):
-        digest.update(Path(module.__file__).read_bytes())
+        digest.update(Path(cast(str, module.__file__)).read_bytes())  # source modules: never None
     digest.update(Path(__file__).read_bytes())
     return digest.hexdigest()
 
@@ -244,7 +245,7 @@ def analyse_file(relative_path: str, text: str) -> FileAnalysis:
 
 def _analyse_batch(root: str, batch: list[str]) -> list[tuple[str, FileAnalysis | None, str | None]]:
     """Worker: (path, analysis, error) for each file of the batch."""
-    results = []
+    results: list[tuple[str, FileAnalysis | None, str | None]] = []
     for relative in batch:
         try:
             text = (Path(root) / relative).read_text()
@@ -269,7 +270,7 @@ def _analyse_all(
     for relative, data, error in _run_batches(root, missing):
         if error:
             problems.append(error)
-        else:
+        elif data is not None:  # no error: analysed
             results[relative] = data
     if cache is not None and missing:
         cache.save({keys[p]: results[p] for p in paths if p in results})
@@ -344,9 +345,13 @@ def _with_changelog_state(tables: dict[str, FlinkTable]) -> dict[str, FlinkTable
         if table.dml is None or table.dml.state_form == StateForm.STATEFUL:
             continue
         normalised = [p for p in table.dml.tables_read
-                      if p in tables and tables[p].ddl and tables[p].ddl.changelog_mode in CHANGELOG_MODES_WITH_STATE]
+                      if p in tables and _changelog_mode(tables[p]) in CHANGELOG_MODES_WITH_STATE]
         if normalised:
-            reasons = [f"reads the {tables[p].ddl.changelog_mode} changelog of {p} (ChangelogNormalize)"
+            reasons = [f"reads the {_changelog_mode(tables[p])} changelog of {p} (ChangelogNormalize)"
                        for p in normalised]
             table.dml = table.dml.model_copy(update={"state_form": StateForm.STATEFUL, "state_reasons": reasons})
     return tables
+
+
+def _changelog_mode(table: FlinkTable) -> str | None:
+    return table.ddl.changelog_mode if table.ddl else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
@@ -77,7 +78,8 @@ def parse_statements(text: str, source: str = "<sql>") -> list[Statement]:
             continue
         if isinstance(tree, exp.Command) or not isinstance(tree, STATEMENT_KINDS):
             raise FlinkSqlError(source, line, f"unknown statement starting with {chunk[0].text!r}")
-        statements.append(Statement(text[chunk[0].start : chunk[-1].end + 1], line, tree))
+        # every concrete kind is an exp.Expression (exp.Query is a mixin whose classes all are)
+        statements.append(Statement(text[chunk[0].start : chunk[-1].end + 1], line, cast(exp.Expression, tree)))
     return statements
 
 

@@ -9,4 +9,7 @@ from shift_left_dagster.unit_tests.models import CaseResult, TestCase, TestData,
 from shift_left_dagster.unit_tests.runner import run_tests, tables_with_tests
 from shift_left_dagster.unit_tests.scaffold import init_tests
 
-__all__ = ["CaseResult", "TestCase", "TestData", "TestDefinition", "UnitTestReport", "init_tests", "run_tests", "tables_with_tests"]
+__all__ = [
+    "CaseResult", "TestCase", "TestData", "TestDefinition", "UnitTestReport", "init_tests", "run_tests",
+    "tables_with_tests",
+]

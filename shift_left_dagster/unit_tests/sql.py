@@ -49,7 +49,7 @@ def csv_insert(table: str, text: str, types: dict[str, str]) -> str:
         if not values:
             continue
         cells = []
-        for name, value in zip(header, values):
+        for name, value in zip(header, values, strict=False):  # a ragged row: pairs up to the shorter
             kind = lowered.get(name.lower(), "STRING")
             text_value = value.strip()
             literal = "NULL" if text_value == "" else "'" + text_value.replace("'", "''") + "'"

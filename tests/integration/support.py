@@ -76,7 +76,7 @@ def seed_rows(topic: str) -> list[dict[str, Any]]:
     rows = []
     for statement in statements[1:]:
         for values in statement.tree.expression.expressions:
-            rows.append(dict(zip(columns, (literal(v) for v in values.expressions))))
+            rows.append(dict(zip(columns, (literal(v) for v in values.expressions), strict=True)))
     return rows
 
 
@@ -99,7 +99,7 @@ def literal(node: exp.Expression) -> Any:
         return [literal(v) for v in node.expressions]
     if isinstance(node, exp.Bracket):  # MAP['k', 'v', ...]
         flat = [literal(v) for v in node.expressions]
-        return dict(zip(flat[::2], flat[1::2]))
+        return dict(zip(flat[::2], flat[1::2], strict=True))
     raise ValueError(f"seed value {node.sql()} is not a literal this helper reads")
 
 

@@ -12,7 +12,15 @@ from datetime import timedelta
 import pytest
 
 from tests.integration.support import (
-    client_for, pipeline_order, quiesce, run, seed_rows, seed_statements, select, unique, wired,
+    client_for,
+    pipeline_order,
+    quiesce,
+    run,
+    seed_rows,
+    seed_statements,
+    select,
+    unique,
+    wired,
 )
 
 pytestmark = pytest.mark.service

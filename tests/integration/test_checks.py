@@ -34,9 +34,9 @@ from shift_left_dagster.deploy.seeds import seed_raw_topics
 from shift_left_dagster.local.catalog import DELETE, INSERT, OP, ROWTIME, TableDef
 from shift_left_dagster.local.process import InProcessService
 from shift_left_dagster.local.reader import LocalData
+from shift_left_dagster.project.config import local_defaults
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import build_inventory
-from shift_left_dagster.project.config import local_defaults
 from tests.integration.support import PROJECT, client_for, quiesce
 
 pytestmark = [pytest.mark.spark, pytest.mark.service]

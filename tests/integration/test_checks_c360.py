@@ -11,15 +11,20 @@ import pytest
 from pyspark.sql import SparkSession
 
 from shift_left_dagster.checks import (
-    CheckName, CheckOutcome, ChecksSettings, LocalSinkReader, find_dml_statements, run_checks,
+    CheckName,
+    CheckOutcome,
+    ChecksSettings,
+    LocalSinkReader,
+    find_dml_statements,
+    run_checks,
 )
 from shift_left_dagster.deploy.deployment import Deployer
 from shift_left_dagster.deploy.seeds import seed_raw_topics
 from shift_left_dagster.local.process import InProcessService
 from shift_left_dagster.local.reader import LocalData
+from shift_left_dagster.project.config import local_defaults
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import build_inventory
-from shift_left_dagster.project.config import local_defaults
 from tests.integration.support import PROJECT, client_for, quiesce
 
 pytestmark = [pytest.mark.spark, pytest.mark.service]
@@ -30,7 +35,9 @@ RAW = {"raw_users", "raw_groups", "raw_purchases", "raw_app_events"}
 
 
 @pytest.fixture(scope="module")
-def c360(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[tuple[str, str], CheckOutcome]]:
+def c360(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[tuple[str, str], CheckOutcome]]:
     """Every check of every c360 table, on a clean deployment that has caught up."""
     with InProcessService(tmp_path_factory.mktemp("c360-checks"), spark_factory=lambda: spark) as service:
         client = client_for(service.url)

@@ -123,7 +123,8 @@ CASES = [
          f"'t', {ts('2024-01-01 00:00:00.123')}))",
          "ARRAY<ROW<m MAP<STRING, DECIMAL(10, 2)>, t TIMESTAMP(3)>>", False),
     Case("map of rows of arrays", "map('k', named_struct('a', array(map('p', 1, 'q', 2))))",
-         "map('k', named_struct('a', array(map('q', 2, 'p', 1))))", "MAP<STRING, ROW<a ARRAY<MAP<STRING, INT>>>>", True),
+         "map('k', named_struct('a', array(map('q', 2, 'p', 1))))",
+         "MAP<STRING, ROW<a ARRAY<MAP<STRING, INT>>>>", True),
 ]
 
 
@@ -150,7 +151,8 @@ def test_every_kind_of_type_has_an_equal_and_an_unequal_case() -> None:
 
 
 def test_without_flink_types_values_compare_at_spark_precision(spark: SparkSession) -> None:
-    cases = [c for c in CASES if c.name in ("map entry order", "decimal scale in map", "timestamp(3) below the millisecond")]
+    cases = [c for c in CASES
+             if c.name in ("map entry order", "decimal scale in map", "timestamp(3) below the millisecond")]
     assert verdicts(spark, cases, with_flink=False) == {
         "map entry order": True, "decimal scale in map": True, "timestamp(3) below the millisecond": False}
 

@@ -51,7 +51,7 @@ def test_tables_view(api: Api) -> None:
                        "TABLE_TYPE", "IS_DISTRIBUTED", "DISTRIBUTION_ALGORITHM", "DISTRIBUTION_BUCKETS",
                        "IS_WATERMARKED", "WATERMARK_COLUMN", "WATERMARK_EXPRESSION", "WATERMARK_IS_HIDDEN",
                        "COMMENT"]
-    by_name = {r[4]: dict(zip(columns, r)) for r in rows}
+    by_name = {r[4]: dict(zip(columns, r, strict=True)) for r in rows}
     assert set(by_name) == {"conf_orders", "conf_events"}
     orders, events = by_name["conf_orders"], by_name["conf_events"]
     assert orders["TABLE_TYPE"] == "BASE TABLE" and orders["TABLE_CATALOG"] == CATALOG

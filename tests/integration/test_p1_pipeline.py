@@ -9,7 +9,15 @@ import pytest
 
 from tests.integration import expected_p1
 from tests.integration.support import (
-    client_for, pipeline_order, quiesce, run, seed_rows, seed_statements, select, unique, wired,
+    client_for,
+    pipeline_order,
+    quiesce,
+    run,
+    seed_rows,
+    seed_statements,
+    select,
+    unique,
+    wired,
 )
 
 pytestmark = pytest.mark.service

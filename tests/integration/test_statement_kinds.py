@@ -16,7 +16,8 @@ def sales(local_service):  # type: ignore[no-untyped-def]
     run(client, unique("sk-ddl"), "CREATE TABLE sk_sales (shop STRING, amount INT, "
                                   "ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp') DISTRIBUTED INTO 1 BUCKETS")
     run(client, unique("sk-insert"), "INSERT INTO sk_sales VALUES ('a', 1, TIMESTAMP '2026-01-01 00:00:00'), "
-                                     "('b', 2, TIMESTAMP '2026-01-02 00:00:00'), ('a', 3, TIMESTAMP '2026-01-03 00:00:00')")
+                                     "('b', 2, TIMESTAMP '2026-01-02 00:00:00'), "
+                                     "('a', 3, TIMESTAMP '2026-01-03 00:00:00')")
     return client
 
 

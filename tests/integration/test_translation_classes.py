@@ -18,7 +18,7 @@ from shift_left_dagster.translation.functions import FUNCTIONS
 from tests.integration.support import client_for, quiesce, run, select, unique
 
 pytestmark = pytest.mark.service
-I, UB, UA, D = 0, 1, 2, 3
+INS, UB, UA, D = 0, 1, 2, 3
 
 
 def failed_at_creation(client, sql: str) -> str:  # type: ignore[no-untyped-def]
@@ -63,20 +63,23 @@ def client(local_service):  # type: ignore[no-untyped-def]
     return client
 
 
-EVENTS = [("a", 1, "2026-01-01 10:00:00", "x"), ("a", 2, "2026-01-01 11:00:00", "y"), ("b", 3, "2026-01-02 00:00:00", "z")]
+EVENTS = [
+    ("a", 1, "2026-01-01 10:00:00", "x"), ("a", 2, "2026-01-01 11:00:00", "y"), ("b", 3, "2026-01-02 00:00:00", "z"),
+]
 
 
 # --- A1, A2, A3 through the service -------------------------------------------------------------------
 
 
 def test_dedup_idiom_select_star_over_an_unaliased_derived_table(local_service, client):  # type: ignore[no-untyped-def]
-    run(client, unique("tc-ddl"), "CREATE TABLE tc_last (k STRING, v INT, payload STRING, ts TIMESTAMP_LTZ(3), rn BIGINT, "
-                                  "PRIMARY KEY (k) NOT ENFORCED) DISTRIBUTED INTO 1 BUCKETS")
+    run(client, unique("tc-ddl"), "CREATE TABLE tc_last (k STRING, v INT, payload STRING, ts TIMESTAMP_LTZ(3), "
+                                  "rn BIGINT, PRIMARY KEY (k) NOT ENFORCED) DISTRIBUTED INTO 1 BUCKETS")
     run(client, unique("tc-dedup"), "INSERT INTO tc_last SELECT * FROM (SELECT k, v, payload, ts, ROW_NUMBER() OVER "
         "(PARTITION BY k ORDER BY $rowtime DESC) AS rn FROM tc_events) WHERE rn = 1", "RUNNING")
     quiesce(local_service.url)
     last = {k: v for k, v, _ts, _b in sorted(EVENTS, key=lambda e: e[2])}  # the latest $rowtime per key
-    assert select(client, "SELECT k, v, rn FROM tc_last") == sorted(((k, str(v), "1") for k, v in last.items()), key=repr)
+    expected = sorted(((k, str(v), "1") for k, v in last.items()), key=repr)
+    assert select(client, "SELECT k, v, rn FROM tc_last") == expected
 
 
 def test_nested_calls_are_translated(client):  # type: ignore[no-untyped-def]
@@ -205,7 +208,8 @@ def test_create_catalog_parses_and_fails_saying_why(client):  # type: ignore[no-
 
 
 @pytest.mark.parametrize(("sql", "words", "line"), [
-    ("INSERT INTO tc_events\nSELECT k,\n  no_such_column, payload\nFROM tc_events", "Column 'no_such_column' not found", 3),
+    ("INSERT INTO tc_events\nSELECT k,\n  no_such_column, payload\nFROM tc_events",
+     "Column 'no_such_column' not found", 3),
     ("INSERT INTO tc_events\nSELECT k, ARRAY[v], payload, ts FROM tc_events", "", 0),
 ])
 def test_a_statement_spark_can_not_run_fails_at_creation(client, sql: str, words: str, line: int):  # type: ignore[no-untyped-def]
@@ -257,7 +261,7 @@ def normalize(records: list[tuple[str, int]]) -> list[tuple[int, tuple[str, int]
     for key, value in records:
         row = (key, value)
         if key not in kept:
-            out.append((I, row))
+            out.append((INS, row))
         elif kept[key] != row:
             out += [(UB, kept[key]), (UA, row)]
         kept[key] = row

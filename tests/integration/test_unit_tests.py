@@ -86,7 +86,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert states == ["o-1/PAID", "o-2/UNPAID", "o-3/PARTIAL"]
     for case in ("1", "2"):
         (root / ORDER / f"insert_int_table_1_{case}.sql").write_text(f"INSERT INTO int_table_1_ut VALUES\n{orders};\n")
-        (root / ORDER / f"insert_int_table_2_{case}.sql").write_text(f"INSERT INTO int_table_2_ut VALUES\n{payments};\n")
+        (root / ORDER / f"insert_int_table_2_{case}.sql").write_text(
+            f"INSERT INTO int_table_2_ut VALUES\n{payments};\n")
     key = "CONCAT(order_id, '/', payment_state)"
     (root / ORDER / "validate_fct_order_1.sql").write_text(expect("fct_order", states, key))
     (root / ORDER / "validate_fct_order_2.sql").write_text(expect("fct_order", [s.replace("o-2/UNPAID", "o-2/PAID")

@@ -88,7 +88,8 @@ def test_statement_set_writes_every_target():
 
 
 def test_join_counts_match_shift_left_complexity():
-    info = dml("INSERT INTO t SELECT * FROM a LEFT JOIN b ON a.k = b.k JOIN c ON a.k = c.k CROSS JOIN UNNEST(a.x) AS u(v)")
+    info = dml("INSERT INTO t SELECT * FROM a LEFT JOIN b ON a.k = b.k JOIN c ON a.k = c.k "
+               "CROSS JOIN UNNEST(a.x) AS u(v)")
     assert (info.joins.left, info.joins.regular, info.joins.inner) == (1, 1, 0)
 
 

@@ -54,9 +54,11 @@ def test_stateful_change_versions_the_table_and_its_descendants_only(repo):
     assert [(c.table, c.category) for c in changes] == [("int_table_1", Category.BREAKING)]
     graph = ProjectGraph(build_inventory(repo / "pipelines"))
     plan = plan_blue_green(graph, changes)
-    assert [(v.table, v.physical) for v in plan.versions] == [("int_table_1", "int_table_1_v2"), ("fct_order", "fct_order_v2")]
+    assert [(v.table, v.physical) for v in plan.versions] == [
+        ("int_table_1", "int_table_1_v2"), ("fct_order", "fct_order_v2")]
     assert plan.selection == ["fct_order", "int_table_1"]
-    sql = versioned_sql((repo / "pipelines/facts/p1/fct_order/sql-scripts/dml.fct_order.sql").read_text(), plan.renames())
+    dml_path = repo / "pipelines/facts/p1/fct_order/sql-scripts/dml.fct_order.sql"
+    sql = versioned_sql(dml_path.read_text(), plan.renames())
     tree = parse_one_statement(sql).tree
     assert "int_table_1_v2" in sql and "INSERT INTO fct_order_v2" in sql and "int_table_2 " in sql
     assert tree is not None
@@ -88,7 +90,8 @@ def test_schema_change_that_drops_a_column_is_breaking(repo):
     ddl = "pipelines/sources/p1/src_table_3/sql-scripts/ddl.src_table_3.sql"
     text = (repo / ddl).read_text()
     lines = text.splitlines()
-    column = next(i for i, line in enumerate(lines) if line.strip().startswith(("payment_method", "currency", "status")))
+    column = next(i for i, line in enumerate(lines)
+                  if line.strip().startswith(("payment_method", "currency", "status")))
     commit(repo, ddl, "\n".join(lines[:column] + lines[column + 1:]))
     (change,) = detect_changes(repo, "HEAD~1")
     assert change.category == Category.BREAKING and "removed" in change.reasons[0]

@@ -74,7 +74,8 @@ def test_loads_a_shift_left_config_and_keeps_unknown_keys(tmp_path: Path) -> Non
     assert cfg.kafka.reject_topics_prefixes == ["clone", "dim_", "src_"]
     assert (cfg.kafka.model_extra or {})["security.protocol"] == "SASL_SSL"
     assert (cfg.app.model_extra or {})["sql_content_modifier"].endswith("ReplaceEnvInSqlContent")
-    assert (cfg.app.model_extra or {})["data_limit_where_condition"] == "where a <> b"  # app values are never placeholders
+    # app values are never placeholders
+    assert (cfg.app.model_extra or {})["data_limit_where_condition"] == "where a <> b"
     assert cfg.confluent_cloud.provider == "aws" and cfg.flink.max_cfu == 20 and cfg.app.default_pk == "__db"
     # template placeholders for secrets mean "not set here"
     assert cfg.kafka.api_key is None and cfg.kafka.api_secret is None
@@ -90,7 +91,8 @@ def test_secrets_come_from_sl_environment_variables_and_win_over_the_file(tmp_pa
     assert cfg.flink.api_key == "ENVKEY" and cfg.flink.api_secret is not None
     assert cfg.flink.api_secret.get_secret_value() == "env-secret"
     assert cfg.kafka.sasl_password is not None and cfg.kafka.sasl_password.get_secret_value() == "kk-secret"
-    assert cfg.registry.registry_key_secret is not None and cfg.registry.registry_key_secret.get_secret_value() == "sr-secret"
+    assert cfg.registry.registry_key_secret is not None
+    assert cfg.registry.registry_key_secret.get_secret_value() == "sr-secret"
     # without the variables, the file's values are accepted (shift_left compatibility)
     from_file = load_config(write(tmp_path, text), environ={})
     assert from_file.flink.api_secret is not None and from_file.flink.api_secret.get_secret_value() == "file-secret"
@@ -132,7 +134,8 @@ def test_error_format_is_file_then_field_path_and_message() -> None:
            "flink": {"catalog_name": "c", "database_name": "d", "max_cfu": "x"}}
     with pytest.raises(ConfigFileError) as info:
         parse_config(raw, environ={}, source="config.yaml")
-    assert str(info.value) == "config.yaml: confluent_cloud.environment_id: field required; flink.max_cfu: not an integer"
+    assert str(info.value) == ("config.yaml: confluent_cloud.environment_id: field required; "
+                               "flink.max_cfu: not an integer")
 
 
 def test_missing_sections_report_their_required_fields(tmp_path: Path) -> None:
@@ -154,7 +157,8 @@ def test_unreadable_files_are_reported_with_their_path(tmp_path: Path) -> None:
 
 def base(**sections: dict[str, object]) -> FlinkProjectConfig:
     raw: dict[str, dict[str, object]] = {
-        "confluent_cloud": {"environment_id": "env-1", "organization_id": "o", "region": "us-east-2", "provider": "AWS"},
+        "confluent_cloud": {"environment_id": "env-1", "organization_id": "o", "region": "us-east-2",
+                            "provider": "AWS"},
         "flink": {"catalog_name": "c", "database_name": "d"},
     }
     for name, values in sections.items():
@@ -186,7 +190,8 @@ def test_environment_naming_options() -> None:
     assert cfg.env_name == "prod" and cfg.table_prefix == "prd_"
     assert cfg.schema_context_options() == {"key.avro-registry.schema-context": ".flink-prod",
                                             "value.avro-registry.schema-context": ".flink-prod"}
-    assert cfg.schema_context_options(value_format="json-registry")["value.json-registry.schema-context"] == ".flink-prod"
+    json_options = cfg.schema_context_options(value_format="json-registry")
+    assert json_options["value.json-registry.schema-context"] == ".flink-prod"
     assert base().schema_context_options() == {} and base().env_name == "dev"
     assert cfg.statement_properties() == {"sql.current-catalog": "c", "sql.current-database": "d"}
     with pytest.raises(ConfigFileError, match="app.table_prefix: may hold only"):
@@ -200,7 +205,8 @@ def test_local_defaults_point_every_api_at_the_local_service() -> None:
     assert (cfg.kafka.cluster_id, cfg.flink.compute_pool_id) == ("lkc-local", "lfcp-local")
     assert (cfg.flink.catalog_name, cfg.flink.database_name) == ("env-local", "lkc-local")
     settings = ClientSettings.from_config(cfg)
-    urls = {settings.flink.base_url, settings.cloud.base_url, settings.kafka.base_url, settings.schema_registry.base_url}
+    urls = {settings.flink.base_url, settings.cloud.base_url, settings.kafka.base_url,
+            settings.schema_registry.base_url}
     assert urls == {"http://127.0.0.1:9999"}
 
 
@@ -211,7 +217,8 @@ def test_client_settings_from_a_cloud_config(tmp_path: Path) -> None:
     assert settings.flink.api_secret is not None and settings.flink.api_secret.get_secret_value() == "fs"
     assert settings.cloud.base_url == "https://api.confluent.cloud" and settings.cloud.api_key is None
     assert settings.kafka.base_url == "https://pkc-gwq2v.us-west-2.aws.confluent.cloud"
-    assert settings.statement_properties == {"sql.current-catalog": "stage-env", "sql.current-database": "stage-cluster"}
+    assert settings.statement_properties == {"sql.current-catalog": "stage-env",
+                                             "sql.current-database": "stage-cluster"}
     assert (settings.compute_pool_id, settings.kafka_cluster_id) == ("lfcp-xyz", "lkc-jq9kq")
 
 

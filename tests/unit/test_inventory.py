@@ -128,7 +128,8 @@ def test_cache_reparses_only_changed_files_and_is_never_stale(sample, monkeypatc
     warm = build_inventory(sample)
     assert parsed == []
     dml = sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
-    dml.write_text("INSERT INTO int_table_2 SELECT * FROM src_table_1 JOIN src_table_2 ON src_table_1.k = src_table_2.k")
+    dml.write_text("INSERT INTO int_table_2 SELECT * FROM src_table_1 "
+                   "JOIN src_table_2 ON src_table_1.k = src_table_2.k")
     changed = build_inventory(sample)
     assert parsed == ["pipelines/intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"]
     assert changed.tables["int_table_2"].tables_read == ["src_table_1", "src_table_2"]
@@ -163,7 +164,8 @@ def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
 
 
 def test_cli_inventory_is_identical_under_any_hash_seed(sample):
-    outputs = {cli("inventory", str(sample), "--json", env={"PYTHONHASHSEED": seed}).stdout for seed in ("0", "1", "77")}
+    outputs = {cli("inventory", str(sample), "--json", env={"PYTHONHASHSEED": seed}).stdout
+               for seed in ("0", "1", "77")}
     assert len(outputs) == 1
     report = json.loads(outputs.pop())
     assert report["fct_order"]["parents"] == ["int_table_1", "int_table_2"]

@@ -168,9 +168,11 @@ def test_may_start_children_deploys_children_not_deployed_yet(graph):
 def test_compute_pool_choice(graph):
     configured = build_plan(graph, ["src_table_1"], nothing(), PlanOptions(compute_pool_id="lfcp-conf"))
     assert [s.pool.id for s in configured.steps] == ["lfcp-conf"]
-    in_use = build_plan(graph, ["fct_order"], running(graph, ["int_table_1"], pool="lfcp-used", changed=("int_table_1",)))
+    in_use = build_plan(graph, ["fct_order"],
+                        running(graph, ["int_table_1"], pool="lfcp-used", changed=("int_table_1",)))
     assert in_use.step_for("fct_order").pool.create == "dev-p1"
-    assert build_plan(graph, ["int_table_1"], running(graph, ["int_table_1"], pool="lfcp-used", changed=("int_table_1",))
+    assert build_plan(graph, ["int_table_1"],
+                      running(graph, ["int_table_1"], pool="lfcp-used", changed=("int_table_1",))
                       ).step_for("int_table_1").pool.id == "lfcp-used"
     fresh = build_plan(graph, ["fct_order", "fct_c360_purchase"], nothing())
     pools = [s for s in fresh.steps if s.action == Action.CREATE_POOL]

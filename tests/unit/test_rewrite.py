@@ -18,7 +18,8 @@ def test_source_options_merge_with_existing_hints_and_skip_the_target():
     out = with_source_options(DML, {"x": {"c": "d"}, "y": specific_offsets_options({1: 7, 0: 3}), "z": {"no": "no"}})
     assert hints(out) == {
         "x": {"a": "b", "c": "d"},
-        "y": {"scan.startup.mode": "specific-offsets", "scan.startup.specific-offsets": "partition:0,offset:3;partition:1,offset:7"},
+        "y": {"scan.startup.mode": "specific-offsets",
+              "scan.startup.specific-offsets": "partition:0,offset:3;partition:1,offset:7"},
     }
 
 

@@ -10,9 +10,9 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
+from shift_left_dagster.project.parsing import parse_one_statement
 from shift_left_dagster.translation.functions import FUNCTIONS
 from shift_left_dagster.translation.spark import Unsupported, translate_expression, translate_query
-from shift_left_dagster.project.parsing import parse_one_statement
 
 COLUMNS = {"t": ["k", "v", "payload"], "u": ["k", "w"]}
 
