@@ -344,11 +344,12 @@ def check(
     sink_format: Annotated[str, typer.Option("--sink-format", help="format of --sink-path")] = "parquet",
     as_json: Annotated[bool, typer.Option("--json", help="print the outcomes as JSON")] = False,
 ) -> None:
-    """The asset checks of TABLE... (unique key, reconciliation, schema, statement) computed with Spark on the
-    sink data of the configured service; exit 1 when a check fails."""
+    """The asset checks of TABLE... (unique key, reconciliation, schema, statement, and the data tests in
+    each table's checks/ folder) computed with Spark on the sink data; exit 1 when a check fails."""
     import os
 
     from shift_left_dagster.checks import ChecksSettings, SinkConfig, find_dml_statements, open_reader, run_checks
+    from shift_left_dagster.checks.data_tests import discover
     from shift_left_dagster.deploy.live import live_state, physical_names
     from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
     from shift_left_dagster.local.spark import get_spark
@@ -372,7 +373,8 @@ def check(
         raise SystemExit(2) from None
     try:
         outcomes = run_checks(chosen, reader, find_dml_statements(client, chosen, target.env_name, physical),
-                              ChecksSettings(), physical=physical)
+                              ChecksSettings(), physical=physical, data_tests=discover(graph.inventory.root,
+                                                                                     graph.tables))
     finally:
         reader.close()
     if as_json:
@@ -382,7 +384,7 @@ def check(
         typer.echo(f"{'TABLE':{width}}  {'CHECK':18}  {'RESULT':12}  DETAIL")
         for o in outcomes:
             result = "pass" if o.passed else "FAIL" + (" (block)" if o.blocking else "")
-            typer.echo(f"{o.table:{width}}  {o.check.value:18}  {result:12}  {o.message}")
+            typer.echo(f"{o.table:{width}}  {o.check:18}  {result:12}  {o.message}")
     if not all(o.passed for o in outcomes):
         raise SystemExit(1)
 

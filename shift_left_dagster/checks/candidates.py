@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from shift_left_dagster.checks.models import CheckOutcome, ChecksSettings
+from shift_left_dagster.checks.data_tests import discover
+from shift_left_dagster.checks.models import CheckName, CheckOutcome, ChecksSettings
 from shift_left_dagster.checks.readers import SinkReader
 from shift_left_dagster.checks.runner import find_dml_statements, run_checks
 from shift_left_dagster.confluent.client import ConfluentClient
@@ -35,7 +36,8 @@ def verify_candidates(
     settings: ChecksSettings | None = None,
     require_same_keys: bool = True,
 ) -> CandidateReport:
-    """Checks of every candidate version (as deployed), and its keys against the serving version's."""
+    """Checks and data tests of every candidate version (as deployed), and its keys against the serving
+    version's. A failed data test declared `warn` is reported, never a problem."""
     live = live_state(client, with_tables=False)
     candidates = {t: v for t, v in live.candidate_versions().items() if t in graph.tables}
     serving = live.serving_versions()
@@ -43,9 +45,10 @@ def verify_candidates(
     physical = {table: versioned_name(table, version) for table, version in candidates.items()}
     tables = [graph.tables[name] for name in graph.sorted_subset(candidates)]
     statements = find_dml_statements(client, tables, environment, physical)
-    report.outcomes = run_checks(tables, reader, statements, settings or ChecksSettings(), physical=physical)
-    report.problems += [f"{o.table} v{candidates[o.table]}: {o.check.value} failed: {o.message}"
-                        for o in report.outcomes if not o.passed]
+    report.outcomes = run_checks(tables, reader, statements, settings or ChecksSettings(), physical=physical,
+                                 data_tests=discover(graph.inventory.root, graph.tables))
+    report.problems += [f"{o.table} v{candidates[o.table]}: {o.check} failed: {o.message}"
+                        for o in report.outcomes if not o.passed and (o.blocking or o.check in set(CheckName))]
     for table in tables:
         if not table.primary_key:
             continue

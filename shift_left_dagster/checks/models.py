@@ -66,7 +66,7 @@ class CheckOutcome(BaseModel):
     """
 
     table: str
-    check: CheckName
+    check: str  # a CheckName, or a declared data test's name
     passed: bool
     blocking: bool = False
     severity: Severity = Severity.ERROR

@@ -33,6 +33,10 @@ What each check means, and when it passes:
 - statement_healthy: the DML statement is RUNNING or COMPLETED, and no
   further behind than `max_lag_records` when set; reports the lag as read
   after the data checks' wait.
+- data tests (checks/data_tests.py): the team's query returns no row;
+  compared rows: the tested table's rows. A data check like the two above
+  (it waits, and comparing nothing is judged the same way); it blocks when
+  its declared severity is error.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from pyspark.errors import PySparkException
 
 from shift_left_dagster.checks import rules
 from shift_left_dagster.checks.catch_up import CatchUp, catch_up, total
+from shift_left_dagster.checks.data_tests import DataTest, run_data_test
 from shift_left_dagster.checks.models import DATA_CHECKS, CheckName, CheckOutcome, ChecksSettings, Severity
 from shift_left_dagster.checks.readers import SinkReader
 from shift_left_dagster.confluent.client import ConfluentClient
@@ -94,30 +99,35 @@ def run_checks(
     reader: SinkReader,
     statements: Mapping[str, Statement | None],
     settings: ChecksSettings,
-    only: Collection[tuple[str, CheckName]] | None = None,
+    only: Collection[tuple[str, str]] | None = None,
     physical: Mapping[str, str] | None = None,
+    data_tests: Mapping[str, Sequence[DataTest]] | None = None,
 ) -> list[CheckOutcome]:
-    """Outcomes of every enabled check of every table (restricted to `only` when given), in order.
+    """Outcomes of every enabled check and declared data test of every table (restricted to `only`,
+    (table, check name) pairs, when given), in order.
 
     `physical` maps a table to the name it is deployed as, when not its own (a blue/green version).
     """
     outcomes: list[CheckOutcome] = []
     for table in tables:
-        wanted = [c for c in applicable(table) if c in settings.enabled and (only is None or (table.name, c) in only)]
+        checks: list[CheckName | DataTest] = [c for c in applicable(table) if c in settings.enabled]
+        checks += (data_tests or {}).get(table.name, [])
+        wanted = [c for c in checks if only is None or (table.name, _name(c)) in only]
         if not wanted:
             continue
         sink = (physical or {}).get(table.name, table.name)
         statement = statements.get(table.name)
+        reads = any(isinstance(c, DataTest) or c in DATA_CHECKS for c in wanted)
         waited = catch_up(reader, statement, settings.catch_up_seconds, settings.catch_up_poll_seconds) \
-            if DATA_CHECKS.intersection(wanted) else None
+            if reads else None
         with reader.snapshot():
             for check in wanted:
                 outcomes.append(evaluate(check, table, sink, reader, statement, settings, waited))
     return outcomes
 
 
-def evaluate(check: CheckName, table: FlinkTable, sink: str, reader: SinkReader, statement: Statement | None,
-             settings: ChecksSettings, waited: CatchUp | None = None) -> CheckOutcome:
+def evaluate(check: CheckName | DataTest, table: FlinkTable, sink: str, reader: SinkReader,
+             statement: Statement | None, settings: ChecksSettings, waited: CatchUp | None = None) -> CheckOutcome:
     """One check of one table (`waited`: how its statement caught up before, for the data checks)."""
     severity = Severity.ERROR
     try:
@@ -127,14 +137,22 @@ def evaluate(check: CheckName, table: FlinkTable, sink: str, reader: SinkReader,
         passed, message, metadata = False, f"could not be evaluated: {first_line}", {"error": type(error).__name__}
     if sink != table.name:
         metadata["sink_table"] = sink
-    blocking = check in settings.blocking and severity == Severity.ERROR
-    return CheckOutcome(table=table.name, check=check, passed=passed, blocking=blocking, severity=severity,
+    declared = check.blocking if isinstance(check, DataTest) else check in settings.blocking
+    return CheckOutcome(table=table.name, check=_name(check), passed=passed,
+                        blocking=declared and severity == Severity.ERROR, severity=severity,
                         message=message, metadata=metadata)
 
 
-def _verdict(check: CheckName, table: FlinkTable, sink: str, reader: SinkReader, statement: Statement | None,
-             settings: ChecksSettings, waited: CatchUp | None) -> tuple[rules.Verdict, Severity]:
+def _name(check: CheckName | DataTest) -> str:
+    return check.name if isinstance(check, DataTest) else check.value
+
+
+def _verdict(check: CheckName | DataTest, table: FlinkTable, sink: str, reader: SinkReader,
+             statement: Statement | None, settings: ChecksSettings,
+             waited: CatchUp | None) -> tuple[rules.Verdict, Severity]:
     samples = settings.sample_rows
+    if isinstance(check, DataTest):
+        return _judged(run_data_test(check, reader.rows, sink, samples), reader, statement, waited)
     if check == CheckName.SCHEMA_MATCHES_DDL:
         assert table.ddl is not None
         return rules.schema_matches(table.ddl.columns, reader.rows(sink).schema, reader.ignore_columns), Severity.ERROR
@@ -150,6 +168,12 @@ def _verdict(check: CheckName, table: FlinkTable, sink: str, reader: SinkReader,
         declared = {c.name: c.type for c in table.ddl.columns} if table.ddl else None
         verdict = rules.reconcile(reader.expected(table, sink, statement), reader.rows(sink), table.primary_key,
                                   samples, declared)
+    return _judged(verdict, reader, statement, waited)
+
+
+def _judged(verdict: rules.Verdict, reader: SinkReader, statement: Statement | None,
+            waited: CatchUp | None) -> tuple[rules.Verdict, Severity]:
+    """A data check's verdict with the statement's lag, and what comparing no row means (see above)."""
     if statement is None:  # no statement writes it: nothing to catch up with, no sources to speak of
         return verdict, Severity.ERROR
     waited = waited or CatchUp(wait_limit=0.0)

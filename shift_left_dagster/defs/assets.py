@@ -30,6 +30,7 @@ from dagster import (
 from pydantic import Field
 
 from shift_left_dagster.checks import ChecksSettings
+from shift_left_dagster.checks.data_tests import DataTest
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource, check_specs
 from shift_left_dagster.defs.partitions import reaches_open_partition
 from shift_left_dagster.defs.project import FlinkProject
@@ -56,6 +57,7 @@ class FlinkAssetsInfo:
     project: FlinkProject
     keys: dict[str, AssetKey]
     checks: ChecksSettings
+    data_tests: dict[str, list[DataTest]]
 
 
 _REGISTRY: dict[str, FlinkAssetsInfo] = {}  # op name -> info, filled when definitions are built
@@ -84,7 +86,8 @@ def build_flink_asset_specs(
         keys[name] = key
     specs = [translator.get_asset_spec(graph.tables[n], graph) for n in names]
     settings = checks or ChecksSettings()
-    checks_list = [c for n in names for c in check_specs(keys[n], graph.tables[n], settings)]
+    tests = project.data_tests
+    checks_list = [c for n in names for c in check_specs(keys[n], graph.tables[n], settings, tests.get(n, ()))]
     externals = sorted({e for n in names for e in graph.external_sources[n]})
     return FlinkAssetSpecs(specs=specs, check_specs=checks_list,
                            externals=[translator.get_external_asset_spec(e) for e in externals], keys=keys)
@@ -108,7 +111,8 @@ def flink_assets(
     """
     built = build_flink_asset_specs(project, translator, select=select, exclude=exclude, checks=checks)
     op_name = name or f"flink_{project.name}"
-    _REGISTRY[op_name] = FlinkAssetsInfo(project=project, keys=built.keys, checks=checks or ChecksSettings())
+    _REGISTRY[op_name] = FlinkAssetsInfo(project=project, keys=built.keys, checks=checks or ChecksSettings(),
+                                         data_tests={n: t for n, t in project.data_tests.items() if n in built.keys})
 
     def decorator(body: Callable[..., Any]) -> AssetsDefinition:
         return multi_asset(

@@ -32,6 +32,7 @@ from shift_left_dagster.checks import (
     open_reader,
     run_checks,
 )
+from shift_left_dagster.checks.data_tests import DataTest
 from shift_left_dagster.checks.models import DESCRIPTIONS
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
@@ -91,11 +92,18 @@ class FlinkChecksResource(ConfigurableResource):
                           ignore_columns=self.ignore_columns)
 
 
-def check_specs(table_key: AssetKey, table: FlinkTable, settings: ChecksSettings = _DEFAULTS) -> list[AssetCheckSpec]:
-    """The enabled checks that apply to a table (a key to be unique, a DML to reconcile, a DDL to match)."""
-    return [AssetCheckSpec(name=check.value, asset=table_key, blocking=check in settings.blocking,
-                           description=DESCRIPTIONS[check])
-            for check in applicable(table) if check in settings.enabled]
+def check_specs(table_key: AssetKey, table: FlinkTable, settings: ChecksSettings = _DEFAULTS,
+                data_tests: Sequence[DataTest] = ()) -> list[AssetCheckSpec]:
+    """The enabled checks that apply to a table (a key to be unique, a DML to reconcile, a DDL to match),
+    then the data tests declared next to it (blocking when their severity is error)."""
+    built_in = [AssetCheckSpec(name=check.value, asset=table_key, blocking=check in settings.blocking,
+                               description=DESCRIPTIONS[check])
+                for check in applicable(table) if check in settings.enabled]
+    declared = [AssetCheckSpec(name=test.name, asset=table_key, blocking=test.blocking,
+                               description=f"Data test {test.path}: the rows it returns break the rule "
+                                           f"(none: passes; severity {test.severity.value}).")
+                for test in data_tests]
+    return built_in + declared
 
 
 @dataclass(frozen=True)
@@ -112,8 +120,10 @@ class RunChecks:
 
     def __init__(self, *, client: ConfluentClient, env_name: str, checks: FlinkChecksResource,
                  confluent: ConfluentFlinkResource, spark: SparkResource, asset_key: Callable[[str], AssetKey],
-                 settings: ChecksSettings = _DEFAULTS, selected: Collection[AssetCheckKey] | None = None) -> None:
+                 settings: ChecksSettings = _DEFAULTS, selected: Collection[AssetCheckKey] | None = None,
+                 data_tests: Mapping[str, Sequence[DataTest]] | None = None) -> None:
         self.client, self.env_name, self.asset_key, self.selected = client, env_name, asset_key, selected
+        self.data_tests = data_tests or {}
         self.settings = checks.settings(settings)
         self._open = lambda: open_reader(checks.sink_config(confluent), spark.get_session())
         self._reader: SinkReader | None = None
@@ -133,29 +143,28 @@ class RunChecks:
                  skip: Collection[CheckName] = ()) -> ChecksRun:
         """Run the checks of `tables` (those selected, less `skip`) and turn them into Dagster results."""
         names = {self.asset_key(t.name): t.name for t in tables}
-        only = None if self.selected is None else {(names[k.asset_key], CheckName(k.name)) for k in self.selected
-                                                   if k.asset_key in names}
-        if skip:
-            only = {(t.name, c) for t in tables for c in applicable(t) if c not in skip
-                    and (only is None or (t.name, c) in only)}
-        wanted = [t for t in tables if any(c in self.settings.enabled and (only is None or (t.name, c) in only)
-                                           for c in applicable(t))]
+        declared = {t.name: [c.value for c in applicable(t) if c in self.settings.enabled]
+                    + [d.name for d in self.data_tests.get(t.name, [])] for t in tables}
+        only = {(t.name, c) for t in tables for c in declared[t.name] if c not in skip}
+        if self.selected is not None:
+            only &= {(names[k.asset_key], k.name) for k in self.selected if k.asset_key in names}
+        wanted = [t for t in tables if any((t.name, c) in only for c in declared[t.name])]
         if not wanted:
             return ChecksRun()
         statements = find_dml_statements(self.client, wanted, self.env_name, physical_names)
         if self._reader is None:
             self._reader = self._open()
-        outcomes = run_checks(wanted, self._reader, statements, self.settings, only, physical_names)
+        outcomes = run_checks(wanted, self._reader, statements, self.settings, only, physical_names,
+                              self.data_tests)
         results = [asset_check_result(self.asset_key(o.table), o) for o in outcomes]
-        failed = [AssetCheckKey(self.asset_key(o.table), o.check.value)
-                  for o in outcomes if o.blocking and not o.passed]
+        failed = [AssetCheckKey(self.asset_key(o.table), o.check) for o in outcomes if o.blocking and not o.passed]
         return ChecksRun(results=results, failed_blocking=failed)
 
 
 def asset_check_result(key: AssetKey, outcome: CheckOutcome) -> AssetCheckResult:
     return AssetCheckResult(
         asset_key=key,
-        check_name=outcome.check.value,
+        check_name=outcome.check,
         passed=outcome.passed,
         severity=AssetCheckSeverity.ERROR if outcome.blocking else AssetCheckSeverity.WARN,
         description=outcome.message,

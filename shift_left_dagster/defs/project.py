@@ -6,6 +6,7 @@ import os
 from functools import cached_property
 from pathlib import Path
 
+from shift_left_dagster.checks.data_tests import DataTest, discover
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import build_inventory, resolve_pipelines_dir
 
@@ -25,6 +26,11 @@ class FlinkProject:
     @cached_property
     def graph(self) -> ProjectGraph:
         return ProjectGraph(build_inventory(self.pipelines_dir))
+
+    @cached_property
+    def data_tests(self) -> dict[str, list[DataTest]]:
+        """The tests teams declare next to tables (`<table folder>/checks/*.sql`), by table."""
+        return discover(self.graph.inventory.root, self.graph.tables)
 
 
 def default_pipelines_dir() -> Path:

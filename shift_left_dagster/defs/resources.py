@@ -106,7 +106,7 @@ class ConfluentFlinkResource(ConfigurableResource):
         return Deployer(client=self.get_client(), graph=info.project.graph, config=self.get_config(),
                         seeds_dir=seeds if seeds and seeds.is_dir() else None, max_parallel=self.max_parallel,
                         timeout=self.statement_timeout_seconds, settle_seconds=self.settle_seconds,
-                        holder=f"dagster run {context.run_id}")
+                        holder=f"dagster run {context.run.run_id}")
 
     def deploy(self, *, context: "AssetExecutionContext", dml_only: bool = False, force_sources: bool = False,
                may_start_children: bool = False, start_at: datetime | None = None,
@@ -138,11 +138,11 @@ class ConfluentFlinkResource(ConfigurableResource):
         info = flink_assets_info(context)
         self._deployments.append(deployment)
         run_checks = None
-        if info.checks.enabled:
+        if info.checks.enabled or info.data_tests:
             checks = checks or FlinkChecksResource()
             run_checks = RunChecks(client=self.get_client(), env_name=self.get_config().env_name, checks=checks,
                                    settings=info.checks, confluent=self, spark=spark or SparkResource(),
-                                   asset_key=info.keys.__getitem__)
+                                   asset_key=info.keys.__getitem__, data_tests=info.data_tests)
         return FlinkRun(context, deployment, info.keys, run_checks)
 
 

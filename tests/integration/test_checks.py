@@ -64,7 +64,7 @@ class Deployed:
         finally:
             if own:
                 reader.close()
-        return {(o.table, o.check.value): o for o in found}
+        return {(o.table, o.check): o for o in found}
 
     def write(self, table: str, rows: DataFrame, op: int = INSERT, partitions: int | None = None) -> None:
         """Append records to a table's log as one batch, as a producer outside any statement would."""
@@ -246,7 +246,8 @@ def test_cli_check_prints_a_report_and_exits_1_when_a_check_fails(p1: Deployed, 
     assert lines[0].split() == ["TABLE", "CHECK", "RESULT", "DETAIL"]
     assert [line.split()[:3] for line in lines[1:]] == [
         ["fct_order", check, "pass"] for check in
-        ("unique_primary_key", "reconciled", "schema_matches_ddl", "statement_healthy")]
+        ("unique_primary_key", "reconciled", "schema_matches_ddl", "statement_healthy",
+         "outstanding_is_order_minus_paid", "paid_orders_owe_nothing")]  # the last two: its checks/ folder
 
     land(p1, tmp_path, "fct_order", change=lambda rows: rows.drop("payment_state"))
     broken = CliRunner().invoke(app, ["check", "fct_order", *common, "--sink-path", str(tmp_path) + "/{table}"])

@@ -53,7 +53,7 @@ def c360(
             found = run_checks(tables, reader, find_dml_statements(client, tables, ENV), ChecksSettings(sample_rows=3))
         finally:
             reader.close()
-        yield {(o.table, o.check.value): o for o in found}
+        yield {(o.table, o.check): o for o in found}
 
 
 def test_clean_c360_passes_every_check(c360: dict[tuple[str, str], CheckOutcome]) -> None:

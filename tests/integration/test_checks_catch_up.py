@@ -194,7 +194,7 @@ class Behind:
             found = run_checks(ordered, reader, self.statements, ChecksSettings(**settings))
         finally:
             reader.close()
-        return {(o.table, o.check.value): o for o in found}
+        return {(o.table, o.check): o for o in found}
 
     def write_source(self, rows: list[tuple[str, int]]) -> None:
         """Append records to cu_src's log without waking the engine (as a producer would)."""
