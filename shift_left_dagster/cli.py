@@ -189,32 +189,16 @@ def deploy(
 def statements(
     pipelines: PipelinesOption = None,
     config: ConfigOption = None,
+    product: Annotated[Optional[str], typer.Option("--product", help="only this product's tables")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """What runs: every statement of the project's tables with its phase, version, pool and code state."""
-    from shift_left_dagster.deploy.live import StatementKind
+    """What runs: every statement of the project's tables with its phase, version, pool, code state and
+    records in/out/pending (the Metrics API)."""
+    from shift_left_dagster.deploy.running import render_running, running_statements
 
     deployer = _deployer(pipelines, config)
-    live = deployer.live()
-    serving = live.serving_versions()
-    report = []
-    for statement in sorted(live.statements.values(), key=lambda s: s.name):
-        if not statement.table:
-            continue
-        info = deployer.graph.tables.get(statement.table)
-        code = "removed from git" if info is None else (
-            "current" if statement.code_version == info.code_version else "changed in git")
-        role = "serving" if serving.get(statement.table) == statement.version else "candidate/other"
-        report.append({"table": statement.table, "statement": statement.name, "kind": statement.kind,
-                       "phase": statement.phase, "version": statement.version, "role": role,
-                       "compute_pool": statement.compute_pool_id, "code": code})
-    if as_json:
-        typer.echo(json.dumps(report, indent=1, default=str))
-        return
-    for row in report:
-        if row["kind"] == StatementKind.DML:
-            typer.echo(f"{row['table']:32} {row['statement']:48} {row['phase']:10} v{row['version']} "
-                       f"{row['role']:15} {row['code']}")
+    report = running_statements(deployer.client, deployer.graph, product=product)
+    typer.echo(report.model_dump_json(indent=1) if as_json else render_running(report))
 
 
 @app.command()

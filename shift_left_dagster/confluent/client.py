@@ -14,6 +14,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, quote, urlsplit
@@ -27,8 +28,8 @@ from shift_left_dagster.confluent.errors import (
     BadRequest,
     ConfigError,
     Conflict,
-    ConnectionFailed,
     ConfluentError,
+    ConnectionFailed,
     NotFound,
     ProvisioningFailed,
     RateLimited,
@@ -52,6 +53,7 @@ from shift_left_dagster.confluent.models import (
     StatementException,
     StatementExceptionList,
     StatementList,
+    StatementMetrics,
     StatementResult,
     is_valid_statement_name,
 )
@@ -64,6 +66,7 @@ T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
 
 CLOUD_API_URL = "https://api.confluent.cloud"
+TELEMETRY_API_URL = "https://api.telemetry.confluent.cloud"
 LOCAL_SERVICE_SECTION = "local_service"  # config section of a local target: {data_dir: ...}
 LOCAL_HEALTH_PATH = "/local/v1/health"  # the local service's extension; answers with its data_dir and pid
 _RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -113,6 +116,7 @@ class ClientSettings(BaseModel):
     page_size: int = Field(default=100, ge=1, le=100)
     flink: ApiEndpoint = Field(default_factory=ApiEndpoint)
     cloud: ApiEndpoint = Field(default_factory=lambda: ApiEndpoint(base_url=CLOUD_API_URL))
+    telemetry: ApiEndpoint = Field(default_factory=lambda: ApiEndpoint(base_url=TELEMETRY_API_URL))
     kafka: ApiEndpoint = Field(default_factory=ApiEndpoint)
     schema_registry: ApiEndpoint = Field(default_factory=ApiEndpoint)
     connect_timeout: float = Field(default=10.0, gt=0)
@@ -142,6 +146,11 @@ class ClientSettings(BaseModel):
                 api_key=cfg.confluent_cloud.api_key,
                 api_secret=cfg.confluent_cloud.api_secret,
             ),
+            telemetry=ApiEndpoint(
+                base_url=cfg.telemetry_url,
+                api_key=cfg.confluent_cloud.api_key,
+                api_secret=cfg.confluent_cloud.api_secret,
+            ),
             kafka=ApiEndpoint(base_url=cfg.kafka_rest_url, api_key=kafka_key, api_secret=kafka_secret),
             schema_registry=ApiEndpoint(
                 base_url=cfg.registry_url,
@@ -165,6 +174,8 @@ class _Api(Enum):
              ("flink", "api_key"), ("flink", "api_secret"))
     CLOUD = ("cloud", "Confluent Cloud API (fcpm/v2)", "confluent_cloud.base_api",
              ("confluent_cloud", "api_key"), ("confluent_cloud", "api_secret"))
+    TELEMETRY = ("telemetry", "Metrics API (v2/metrics)", "confluent_cloud.telemetry_api",
+                 ("confluent_cloud", "api_key"), ("confluent_cloud", "api_secret"))
     KAFKA = ("kafka", "Kafka REST API", "kafka.rest_endpoint (or kafka.pkafka_cluster)",
              ("kafka", "api_key"), ("kafka", "api_secret"))
     SCHEMA_REGISTRY = ("schema_registry", "Schema Registry API", "registry.url",
@@ -396,6 +407,32 @@ class ConfluentClient:
         response = self._call(_Api.FLINK, "GET", f"{self._statement_path(name)}/exceptions")
         return StatementExceptionList.model_validate(response.json()).data
 
+    # --- metrics (the Metrics API, v2/metrics/cloud) -----------------------------------
+
+    def statement_metrics(self, compute_pool_id: str | None = None) -> dict[str, StatementMetrics]:
+        """Records in, out and pending per statement of a compute pool (default: the configured one),
+        one Metrics API query per metric, grouped by statement name, over the last 10 minutes."""
+        pool = compute_pool_id or self._require("compute_pool_id", "flink.compute_pool_id")
+        now = datetime.now(UTC).replace(second=0, microsecond=0)
+        stamp = "%Y-%m-%dT%H:%M:%SZ"
+        interval = f"{(now - timedelta(minutes=10)).strftime(stamp)}/{(now + timedelta(minutes=1)).strftime(stamp)}"
+        found: dict[str, StatementMetrics] = {}
+        for field, metric in (("records_in", "num_records_in"), ("records_out", "num_records_out"),
+                              ("pending_records", "pending_records")):
+            query = {"aggregations": [{"metric": f"io.confluent.flink/{metric}"}],
+                     "filter": {"field": "resource.compute_pool.id", "op": "EQ", "value": pool},
+                     "group_by": ["resource.flink_statement.name"], "granularity": "PT1M",
+                     "intervals": [interval], "limit": 1000}
+            response = self._call(_Api.TELEMETRY, "POST", "/v2/metrics/cloud/query", json=query)
+            latest: dict[str, tuple[str, float]] = {}
+            for point in response.json().get("data", []):
+                name, stamp = point.get("resource.flink_statement.name"), str(point.get("timestamp", ""))
+                if name and (name not in latest or stamp >= latest[name][0]):
+                    latest[name] = (stamp, float(point.get("value", 0)))
+            for name, (_, value) in latest.items():
+                setattr(found.setdefault(name, StatementMetrics()), field, int(value))
+        return found
+
     # --- compute pools (fcpm/v2) -----------------------------------------------------
 
     def list_compute_pools(self, *, region: str | None = None) -> list[ComputePool]:
@@ -610,7 +647,8 @@ class ConfluentClient:
             raise
 
     def _check_service(self, base_url: str, auth: ApiKeyAuth, data_dir: str) -> None:
-        """The local service at ``base_url`` must serve ``data_dir``: never read or change another folder's statements."""
+        """The local service at ``base_url`` must serve ``data_dir``: never read or change another folder's
+        statements."""
         try:
             health = self._send(base_url, auth, "GET", LOCAL_HEALTH_PATH).json()
         except (ApiError, ValueError) as exc:
@@ -664,8 +702,8 @@ class ConfluentClient:
                 return response
             if status in _RETRY_STATUSES and attempt < policy.max_attempts and _retryable_status(status, safety):
                 ambiguous = ambiguous or status >= 500
-                delay = _retry_after(response, policy.max_retry_after)
-                delay = self._backoff(attempt) if delay is None else delay
+                asked = _retry_after(response, policy.max_retry_after)
+                delay = self._backoff(attempt) if asked is None else asked
                 logger.info("%s %s -> %d; retrying in %.2f s", method, path, status, delay)
                 self._sleep(delay)
                 continue

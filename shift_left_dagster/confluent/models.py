@@ -15,7 +15,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-
 # Statement names: the OpenAPI pattern; the docs cap length at 72 (the spec says 100): 72 is safe for both.
 MAX_STATEMENT_NAME_LENGTH = 72
 STATEMENT_NAME_PATTERN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
@@ -337,3 +336,12 @@ class KafkaErrorBody(ApiModel):
 
     error_code: int
     message: str = ""
+
+
+class StatementMetrics(BaseModel):
+    """Records a statement read (`records_in`), wrote (`records_out`) and has not read yet
+    (`pending_records`), summed over its tables: Confluent's Metrics API `io.confluent.flink/*`."""
+
+    records_in: int = 0
+    records_out: int = 0
+    pending_records: int = 0

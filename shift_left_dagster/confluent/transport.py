@@ -13,8 +13,8 @@ import base64
 from urllib.parse import urlsplit
 
 import requests
-from requests.auth import AuthBase
 from pydantic import SecretStr
+from requests.auth import AuthBase
 
 USER_AGENT = "shift-left-dagster/0.1"
 MAX_REDIRECTS = 5

@@ -1,7 +1,8 @@
 """Pipelines stay watched: a sensor that reads the project's statements at an interval and records each
 table's health, so a statement that FAILS after its run ended turns red in the UI within one interval.
 
-Each table with a DML statement gets an `AssetObservation` (phase, statement, pool) and an evaluation
+Each table with a DML statement gets an `AssetObservation` (phase, statement, pool, records in, out and
+pending from the Metrics API) and an evaluation
 of its `statement_healthy` check; with `redeploy_failed`, a run is requested for the failed tables.
 """
 
@@ -24,7 +25,8 @@ from shift_left_dagster.confluent.errors import ConfluentError
 from shift_left_dagster.defs.project import FlinkProject
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.translator import FlinkTranslator
-from shift_left_dagster.deploy.live import HEALTHY_PHASES, StatementKind, live_state
+from shift_left_dagster.deploy.live import HEALTHY_PHASES, StatementKind
+from shift_left_dagster.deploy.running import running_statements
 
 
 def health_sensor(project: FlinkProject, translator: FlinkTranslator, *, name: str = "flink_statement_health",
@@ -38,27 +40,27 @@ def health_sensor(project: FlinkProject, translator: FlinkTranslator, *, name: s
                         "statement_healthy check red.")
     def flink_health(context: SensorEvaluationContext, confluent: ConfluentFlinkResource):
         try:
-            live = live_state(confluent.get_client(), with_tables=False)
+            report = running_statements(confluent.get_client(), graph)
         except ConfluentError as error:
             return SkipReason(f"the Flink service did not answer: {error}")
-        serving = live.serving_versions()
         events: list[AssetObservation | AssetCheckEvaluation] = []
         failed: list[str] = []
-        for statement in sorted(live.statements.values(), key=lambda s: s.name):
-            table = statement.table
-            current = serving.get(table or "", statement.version)
-            if statement.kind != StatementKind.DML or table not in keys or current != statement.version:
+        for row in report.statements:
+            if row.kind != StatementKind.DML or row.table not in keys or not row.serving:
                 continue
-            healthy = statement.phase in HEALTHY_PHASES or statement.phase in ("PENDING", "STOPPED")
-            metadata: dict[str, Any] = {"phase": statement.phase, "statement": statement.name,
-                        "compute_pool": statement.compute_pool_id or "", "version": statement.version}
-            events.append(AssetObservation(asset_key=keys[table], metadata=metadata))
+            healthy = row.phase in HEALTHY_PHASES or row.phase in ("PENDING", "STOPPED")
+            metadata: dict[str, Any] = {"phase": row.phase, "statement": row.statement,
+                                        "compute_pool": row.compute_pool or "", "version": row.version}
+            metadata.update({k: v for k, v in (("records_in", row.records_in), ("records_out", row.records_out),
+                                               ("pending_records", row.pending_records)) if v is not None})
+            events.append(AssetObservation(asset_key=keys[row.table], metadata=metadata))
             events.append(AssetCheckEvaluation(
-                asset_key=keys[table], check_name=CheckName.STATEMENT_HEALTHY.value, passed=healthy,
+                asset_key=keys[row.table], check_name=CheckName.STATEMENT_HEALTHY.value, passed=healthy,
                 metadata=metadata, severity=AssetCheckSeverity.ERROR,
-                description=f"statement {statement.name} is {statement.phase}"))
+                description=f"statement {row.statement} is {row.phase}"
+                            + (f", {row.pending_records} records behind" if row.pending_records else "")))
             if not healthy:
-                failed.append(table)
+                failed.append(row.table)
         if not events:
             return SkipReason("no deployed statement of this project")
         requests = [RunRequest(run_key=f"redeploy-{'-'.join(failed)}-{context.cursor or 0}",

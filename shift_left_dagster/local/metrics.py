@@ -3,8 +3,8 @@
 Per statement and source table: records read (`num_records_in`), records not
 read yet (`pending_records`, the lag); per sink table: records written
 (`num_records_out`). Values are totals since the statement started, reported
-as one point at the current minute. `statement_metrics` is the same numbers
-for our own health reporting.
+as one point at the current minute (what `ConfluentClient.statement_metrics`
+reads, here as on Confluent Cloud).
 """
 
 from __future__ import annotations
@@ -35,12 +35,6 @@ class Sample(BaseModel):
     metric: str
     table: str
     value: int
-
-
-class StatementMetrics(BaseModel):
-    records_in: int = 0
-    records_out: int = 0
-    pending_records: int = 0
 
 
 def samples(store: Store) -> list[Sample]:
@@ -74,19 +68,6 @@ def samples(store: Store) -> list[Sample]:
             out.append(Sample(statement=producer, compute_pool_id=pools[producer], metric="num_records_out",
                               table=table, value=int(rows)))
     return out
-
-
-def statement_metrics(store: Store, name: str) -> StatementMetrics:
-    """Records in, out and pending of one statement (what health reports show)."""
-    totals = StatementMetrics()
-    for sample in (s for s in samples(store) if s.statement == name):
-        if sample.metric == "num_records_in":
-            totals.records_in += sample.value
-        elif sample.metric == "num_records_out":
-            totals.records_out += sample.value
-        else:
-            totals.pending_records += sample.value
-    return totals
 
 
 # --- the telemetry query API --------------------------------------------------------------------

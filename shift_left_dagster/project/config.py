@@ -141,6 +141,7 @@ class ConfluentCloudSection(_Section):
     region: str
     provider: str
     base_api: str = "api.confluent.cloud/org/v2"
+    telemetry_api: str = "api.telemetry.confluent.cloud"  # the Metrics API (records in/out, pending records)
     page_size: int = Field(default=100, ge=1, le=100)
     # shift_left defaults url_scope to "private"; a private URL does not resolve
     # outside private networking, so the safe reading is public unless stated.
@@ -222,6 +223,11 @@ class FlinkProjectConfig(BaseModel):
     def cloud_api_url(self) -> str:
         """Origin of ``confluent_cloud.base_api`` (shift_left stores ``api.confluent.cloud/org/v2``)."""
         return _origin(self.confluent_cloud.base_api)
+
+    @property
+    def telemetry_url(self) -> str:
+        """Origin of ``confluent_cloud.telemetry_api``: Confluent's Metrics API, with the Cloud API key."""
+        return _origin(self.confluent_cloud.telemetry_api)
 
     @property
     def kafka_rest_url(self) -> str | None:
@@ -313,6 +319,7 @@ def local_defaults(base_url: str = LOCAL_BASE_URL) -> FlinkProjectConfig:
             "registry": {"url": base_url, "registry_key_name": key, "registry_key_secret": secret},
             "confluent_cloud": {"environment_id": LOCAL_ENVIRONMENT_ID, "organization_id": LOCAL_ORGANIZATION_ID,
                                 "region": "local", "provider": "local", "base_api": base_url,
+                                "telemetry_api": base_url,
                                 "api_key": key, "api_secret": secret},
             "flink": {"flink_url": base_url, "compute_pool_id": LOCAL_COMPUTE_POOL_ID,
                       "catalog_name": LOCAL_ENVIRONMENT_ID, "database_name": LOCAL_CLUSTER_ID,

@@ -45,9 +45,14 @@ def test_demo_leaves_an_instance_showing_every_deployed_table(tmp_path: Path) ->
         assert all(step["action"] == "skip" for step in plan["steps"]), plan  # type: ignore[index]
         forced = cli_json("deploy", "src_table_3", "--force")
         assert "recreate" in forced and "fct_order" in forced  # its children follow, from earliest
-        rows = cli_json("statements", "--json")
-        assert {(r["table"], r["phase"]) for r in rows if r["kind"] == "dml"} >= {  # type: ignore[union-attr]
-            (t, "RUNNING") for t in P1}
+        report = cli_json("statements", "--json")
+        rows = report["statements"]  # type: ignore[index]
+        assert report["metrics_error"] is None  # type: ignore[index]
+        assert {(r["table"], r["phase"]) for r in rows if r["kind"] == "dml"} >= {(t, "RUNNING") for t in P1}
+        untouched = next(r for r in rows if r["table"] == "int_table_1" and r["kind"] == "dml")
+        assert untouched["records_in"] > 0 and untouched["records_out"] > 0, untouched  # the Metrics API's counts
+        table = cli_json("statements", "--product", "p1")
+        assert "PENDING" in table.splitlines()[0] and "local-p1-dml-int-table-1" in table  # type: ignore[union-attr]
         dry = cli_json("undeploy", "fct_order", "--dry-run")
         assert "undeploy" in dry and "fct_order" in dry
     finally:

@@ -35,8 +35,15 @@ def test_a_statement_that_fails_later_turns_its_check_red(service):  # type: ign
              seeds_dir=PROJECT / "seeds").deploy(["src_table_3"]).wait()
     sensor = health_sensor(project, FlinkTranslator())
     key = AssetKey("src_table_3")
-    healthy = evaluate(sensor, service.url)[(key, "AssetCheckEvaluation")]
+    deadline = time.monotonic() + 60  # the seeded raw_payments rows are read, then counted by the Metrics API
+    while "records_out" not in (observed := evaluate(sensor, service.url))[(key, "AssetObservation")].metadata \
+            or observed[(key, "AssetObservation")].metadata["records_out"].value == 0:
+        assert time.monotonic() < deadline, observed[(key, "AssetObservation")].metadata
+        time.sleep(0.5)
+    healthy = observed[(key, "AssetCheckEvaluation")]
     assert healthy.passed and healthy.check_name == "statement_healthy"
+    counts = observed[(key, "AssetObservation")].metadata
+    assert counts["records_in"].value > 0 and counts["pending_records"].value >= 0
 
     client.create_statement("drop-raw-payments", "DROP TABLE `raw_payments`")  # its source goes away
     client.wait_for_phase("drop-raw-payments", {"COMPLETED"}, 60)
