@@ -126,6 +126,7 @@ class Deployer:
         return PlanOptions(environment=self.config.env_name, compute_pool_id=self.config.flink.compute_pool_id,
                            versions=live.serving_versions(),
                            reject_topics_prefixes=list(self.config.kafka.reject_topics_prefixes),
+                           schema_context=self.config.app.schema_context,
                            seeds=seeds, **flags)  # type: ignore[arg-type]
 
     def deploy(self, targets: list[str], *, dml_only: bool = False, force_sources: bool = False,

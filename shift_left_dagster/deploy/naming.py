@@ -45,19 +45,6 @@ def compute_pool_name(env: str, product: str | None) -> str:
     return _fit([env, product or ""], tail="", limit=MAX_POOL_NAME_LENGTH)
 
 
-def table_name(table: str, prefix: str) -> str:
-    """Physical name of a project table in an environment: ``prefix + table``.
-
-    Applied to the last part of a qualified name (``db.t`` -> ``db.<prefix>t``).
-    Applied once, to logical names: it does not guess whether a name already
-    carries the prefix.
-    """
-    if not prefix:
-        return table
-    qualifier, dot, name = table.rpartition(".")
-    return f"{qualifier}{dot}{prefix}{name}"
-
-
 def versioned_name(table: str, version: int) -> str:
     """Blue/green: version 1 is the table's own name; later versions are `<table>_v<N>`."""
     return table if version <= 1 else f"{table}_v{version}"

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 
 from shift_left_dagster.deploy.live import LIVE_PHASES, LiveState, StatementKind
 from shift_left_dagster.deploy.naming import compute_pool_name, statement_name, versioned_name
-from shift_left_dagster.deploy.rewrite import rename_tables
+from shift_left_dagster.deploy.rewrite import rename_tables, with_schema_context
 from shift_left_dagster.project.analysis import StateForm, tables_read
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable, TableType
@@ -83,6 +83,7 @@ class PlanOptions(BaseModel):
     versions: dict[str, int] = Field(default_factory=dict)  # logical table -> its serving version (blue/green)
     reject_topics_prefixes: list[str] = Field(default_factory=list)  # external names never accepted
     seeds: dict[str, str] = Field(default_factory=dict)  # raw topic -> seed file creating it (local service)
+    schema_context: str | None = None  # app.schema_context: put in every DDL's registry format options
 
 
     @property
@@ -359,11 +360,15 @@ class Planner:
         return PoolRef(create=compute_pool_name(self.options.environment, self.graph.tables[table].product))
 
     def rendered(self, table: str, reading: dict[str, str]) -> tuple[str | None, str | None]:
-        """A table's DDL and DML text with every project table renamed to the version it uses."""
+        """A table's DDL and DML text with every project table renamed to the version it uses, and the
+        environment's Schema Registry context in the DDL's options."""
         info = self.graph.tables[table]
         renames = {k: v for k, v in reading.items() if k != v}
         render = (lambda sql: rename_tables(sql, renames)) if renames else (lambda sql: sql)
-        return (render(info.ddl_sql) if info.ddl_sql else None, render(info.dml_sql) if info.dml_sql else None)
+        ddl = render(info.ddl_sql) if info.ddl_sql else None
+        if ddl and self.options.schema_context:
+            ddl = with_schema_context(ddl, self.options.schema_context)
+        return ddl, render(info.dml_sql) if info.dml_sql else None
 
     def table_step(self, index: int, table: str, action: Action, reason: str, *, version: int | None = None,
                    physical: str | None = None, reading: dict[str, str] | None = None) -> PlanStep:

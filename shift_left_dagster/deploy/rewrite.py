@@ -62,3 +62,27 @@ def rename_tables(sql: str, mapping: dict[str, str]) -> str:
         if table.name in mapping:
             table.set("this", exp.to_identifier(mapping[table.name]))
     return to_flink_sql(tree)
+
+
+def with_schema_context(sql: str, context: str) -> str:
+    """A CREATE TABLE whose key/value formats use Schema Registry gets `<key|value>.<format>.schema-context`
+    = `context` (shift_left's schema-context rule): the subjects live in this environment's context.
+    A format not backed by the registry (json, raw) is left alone."""
+    tree = parse_one_statement(sql).tree
+    properties = tree.args.get("properties") if isinstance(tree, exp.Create) else None
+    if properties is None:
+        return sql
+    options = {p.this.name: p for p in properties.expressions
+               if isinstance(p, exp.Property) and isinstance(p.this, exp.Literal)}
+    for part in ("key", "value"):
+        fmt = options.get(f"{part}.format")
+        fmt_name = fmt.args["value"].name if fmt is not None else ("avro-registry" if part == "value" else "")
+        if not fmt_name.endswith("-registry"):
+            continue
+        key = f"{part}.{fmt_name}.schema-context"
+        if key in options:
+            options[key].set("value", exp.Literal.string(context))
+        else:
+            properties.append("expressions", exp.Property(this=exp.Literal.string(key),
+                                                          value=exp.Literal.string(context)))
+    return to_flink_sql(tree)

@@ -20,15 +20,17 @@ Secrets are ``SecretStr``: they never show in repr, str or dumps.
 
 Per-environment choices this project adds (all optional, under ``app``):
 
-* ``app.table_prefix`` -- prepended to the name of every table the project
-  defines (DDL and the DML that writes it), e.g. ``stg_`` when several
-  environments share one Kafka cluster. Empty (the default) keeps the names
-  of the pipelines folder, as shift_left does. shift_left's
-  ``kafka.src_topic_prefix`` is kept as data only: its meaning in shift_left
-  (rewriting *external* source topics to ``<prefix>.<env>.<topic>`` by
-  regex) is specific to its own SQL modifier and is not applied here.
 * ``app.schema_context`` -- the Schema Registry context (``.flink-dev``) put
-  in CREATE TABLE WITH options as ``key/value.<format>.schema-context``.
+  in every deployed CREATE TABLE whose key/value format uses the registry,
+  as ``key/value.<format>.schema-context`` (shift_left's schema-context
+  rule; deploy/rewrite.py). The git files are not rewritten.
+* ``app.table_prefix`` is refused unless empty: shift_left applies no table
+  prefix (its names come from the pipelines folder; environments differ by
+  cluster and schema context), and a prefix this project would not apply
+  must not be accepted silently. shift_left's ``kafka.src_topic_prefix`` is
+  kept as data only: its meaning in shift_left (rewriting *external* source
+  topics to ``<prefix>.<env>.<topic>`` by regex) is specific to its own SQL
+  modifier and is not applied here.
 
 The environment's name is ``kafka.cluster_type`` (dev, stage, prod).
 """
@@ -178,9 +180,11 @@ class AppSection(_Section):
 
     @field_validator("table_prefix")
     @classmethod
-    def _identifier_prefix(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9_]*", value):
-            raise ValueError("may hold only letters, digits and _")
+    def _no_prefix(cls, value: str) -> str:
+        if value:
+            raise ValueError("is not applied (shift_left has no table prefix: table names come from the "
+                             "pipelines folder); remove it, and tell environments apart with kafka.cluster_type "
+                             "and app.schema_context")
         return value
 
     @field_validator("schema_context")
@@ -205,10 +209,6 @@ class FlinkProjectConfig(BaseModel):
     @property
     def env_name(self) -> str:
         return self.kafka.cluster_type
-
-    @property
-    def table_prefix(self) -> str:
-        return self.app.table_prefix
 
     @property
     def flink_base_url(self) -> str:
@@ -246,15 +246,6 @@ class FlinkProjectConfig(BaseModel):
     def statement_properties(self) -> dict[str, str]:
         """Properties every statement of this environment gets: catalog = env, database = cluster."""
         return {"sql.current-catalog": self.flink.catalog_name, "sql.current-database": self.flink.database_name}
-
-    def schema_context_options(
-        self, key_format: str = "avro-registry", value_format: str = "avro-registry"
-    ) -> dict[str, str]:
-        """CREATE TABLE WITH options that put the table's subjects in this environment's context."""
-        context = self.app.schema_context
-        if not context:
-            return {}
-        return {f"key.{key_format}.schema-context": context, f"value.{value_format}.schema-context": context}
 
 
 def load_config(path: Path | None = None, environ: Mapping[str, str] | None = None,

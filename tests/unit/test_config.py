@@ -56,7 +56,6 @@ app:
   accepted_common_products: ['common', 'seeds']
   sql_content_modifier: shift_left.core.utils.table_worker.ReplaceEnvInSqlContent
   data_limit_where_condition: "where a <> b"
-  table_prefix: stg_
   schema_context: .flink-stage
 """
 
@@ -186,16 +185,15 @@ def test_other_api_urls() -> None:
 
 
 def test_environment_naming_options() -> None:
-    cfg = base(kafka={"cluster_type": "prod"}, app={"table_prefix": "prd_", "schema_context": ".flink-prod"})
-    assert cfg.env_name == "prod" and cfg.table_prefix == "prd_"
-    assert cfg.schema_context_options() == {"key.avro-registry.schema-context": ".flink-prod",
-                                            "value.avro-registry.schema-context": ".flink-prod"}
-    json_options = cfg.schema_context_options(value_format="json-registry")
-    assert json_options["value.json-registry.schema-context"] == ".flink-prod"
-    assert base().schema_context_options() == {} and base().env_name == "dev"
+    cfg = base(kafka={"cluster_type": "prod"}, app={"schema_context": ".flink-prod"})
+    assert cfg.env_name == "prod" and cfg.app.schema_context == ".flink-prod"
+    assert base().app.schema_context is None and base().env_name == "dev"
     assert cfg.statement_properties() == {"sql.current-catalog": "c", "sql.current-database": "d"}
-    with pytest.raises(ConfigFileError, match="app.table_prefix: may hold only"):
-        base(app={"table_prefix": "x-"})
+    with pytest.raises(ConfigFileError, match="app.table_prefix: is not applied"):
+        base(app={"table_prefix": "stg_"})
+    assert base(app={"table_prefix": ""}).app.table_prefix == ""  # shift_left files may carry it empty
+    with pytest.raises(ConfigFileError, match="app.schema_context: must start with"):
+        base(app={"schema_context": "flink-dev"})
 
 
 def test_local_defaults_point_every_api_at_the_local_service() -> None:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from shift_left_dagster.confluent.models import POOL_NAME_PATTERN, is_valid_statement_name
-from shift_left_dagster.deploy.naming import backfill_statement_name, compute_pool_name, statement_name, table_name
+from shift_left_dagster.deploy.naming import backfill_statement_name, compute_pool_name, statement_name
 
 LONG_TABLE = "fct_" + "very_long_customer_order_enrichment_" * 4
 
@@ -71,12 +71,6 @@ def test_compute_pool_names() -> None:
     long = compute_pool_name("prod", "p" * 100)
     assert len(long) == 64 and POOL_NAME_PATTERN.match(long)
     assert POOL_NAME_PATTERN.match(compute_pool_name("dev", None))
-
-
-def test_table_prefix_rule() -> None:
-    assert table_name("fct_orders", "") == "fct_orders"
-    assert table_name("fct_orders", "stg_") == "stg_fct_orders"
-    assert table_name("db.fct_orders", "stg_") == "db.stg_fct_orders"
 
 
 def test_empty_names_are_rejected() -> None:

@@ -228,3 +228,22 @@ def test_a_recreated_child_keeps_its_serving_version(graph):
     step = plan.step_for("fct_order")
     assert (step.action, step.version, step.physical_table) == (Action.RECREATE, 2, "fct_order_v2")
     assert step.dml_statement == name and "INSERT INTO fct_order_v2" in step.dml_sql
+
+
+def test_schema_context_is_put_in_every_registry_format_of_the_deployed_ddl(graph):
+    plan = build_plan(graph, ["fct_order"], nothing(), PlanOptions(schema_context=".flink-stage"))
+    ddl = next(s.ddl_sql for s in plan.steps if s.table == "fct_order" and s.ddl_sql)
+    assert "'key.avro-registry.schema-context' = '.flink-stage'" in ddl
+    assert "'value.avro-registry.schema-context' = '.flink-stage'" in ddl
+    plain = build_plan(graph, ["fct_order"], nothing(), PlanOptions())
+    assert "schema-context" not in next(s.ddl_sql for s in plain.steps if s.table == "fct_order" and s.ddl_sql)
+
+
+def test_schema_context_replaces_one_written_in_git_and_skips_formats_without_registry():
+    from shift_left_dagster.deploy.rewrite import with_schema_context
+
+    ddl = ("CREATE TABLE t (a STRING) WITH ('key.format' = 'raw', 'value.format' = 'json-registry', "
+           "'value.json-registry.schema-context' = '.flink-dev')")
+    rewritten = with_schema_context(ddl, ".flink-prod")
+    assert "'value.json-registry.schema-context' = '.flink-prod'" in rewritten and ".flink-dev" not in rewritten
+    assert "key.raw.schema-context" not in rewritten
