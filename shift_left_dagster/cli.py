@@ -245,6 +245,22 @@ def undeploy(
 
 
 @app.command()
+def housekeep(
+    pipelines: PipelinesOption = None,
+    config: ConfigOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the plan only")] = False,
+) -> None:
+    """Remove what no deployment needs: completed DDL, backfill and seed statements, failed statements of
+    retired versions, and old blue/green versions' tables that nothing reads (plan printed first)."""
+    deployment = _deployer(pipelines, config).housekeep()
+    if dry_run:
+        deployment.release()
+        typer.echo(str(deployment))
+        return
+    _run(deployment)
+
+
+@app.command()
 def changes(
     since: Annotated[str, typer.Option("--since", help="git revision to compare with (e.g. origin/main)")],
     until: Annotated[str, typer.Option("--until", help="git revision")] = "HEAD",

@@ -21,6 +21,7 @@ from shift_left_dagster.deploy.backfill import plan_backfill
 from shift_left_dagster.deploy.bluegreen import commit_plan, promote_plan, rollback_plan
 from shift_left_dagster.deploy.changes import detect_changes, repository_of
 from shift_left_dagster.deploy.executor import DeploymentFailed, PlanExecutor, StepResult
+from shift_left_dagster.deploy.housekeeping import housekeeping_plan
 from shift_left_dagster.deploy.lease import DeploymentLease
 from shift_left_dagster.deploy.live import LiveState, live_state
 from shift_left_dagster.deploy.naming import lease_name
@@ -158,6 +159,10 @@ class Deployer:
         """Remove tables (or a product's), children first; a table something else reads is refused."""
         chosen = list(tables) + [t for t, info in self.graph.tables.items() if product and info.product == product]
         return self._planned(lambda live: undeploy_plan(self.graph, sorted(set(chosen)), live, self.options(live)))
+
+    def housekeep(self) -> Deployment:
+        """Remove terminal statements no plan needs and old versions' tables nothing reads."""
+        return self._planned(lambda live: housekeeping_plan(self.graph, live, self.options(live)))
 
     def _deployment(self, plan: DeploymentPlan, lease: DeploymentLease | None = None) -> Deployment:
         executor = PlanExecutor(self.client, max_parallel=self.max_parallel, timeout=self.timeout,

@@ -125,3 +125,20 @@ def test_blue_green_deploy_check_promote_then_rollback(service, tmp_path):  # ty
     assert "fct_order_v3" not in {t.topic_name for t in client.list_topics()}
     quiesce(service.url)
     assert select(client, "SELECT * FROM fct_order_v2") == expected_fct("ANONYMOUS")
+
+    # Housekeeping: version 1's tables (kept by the promotion) and completed DDL statements go; nothing
+    # that serves changes, and a normal run still has nothing to do.
+    deployer = Deployer(client=client, graph=project.graph, config=local_defaults(service.url))
+    dry = deployer.housekeep()
+    dry.release()
+    dropped = {s.physical_table for s in dry.plan.steps if s.drop_table}
+    assert dropped == {"fct_order", "int_table_1"}, str(dry)
+    assert {"fct_order", "int_table_1"} <= {t.topic_name for t in client.list_topics()}  # a plan changes nothing
+    deployer.housekeep().wait()
+    topics = {t.topic_name for t in client.list_topics()}
+    assert not {"fct_order", "int_table_1"} & topics and {"fct_order_v2", "int_table_1_v2"} <= topics
+    assert serving(client) == promoted
+    assert not [s for s in client.list_statements() if s.phase == "COMPLETED" and "-ddl-" in s.name]
+    assert select(client, "SELECT * FROM fct_order_v2") == expected_fct("ANONYMOUS")
+    again = run(repo, service.url, instance, AssetSelection.assets("fct_order"))
+    assert {e.materialization.metadata["action"].value for e in again.get_asset_materialization_events()} == {"skip"}
