@@ -407,7 +407,10 @@ def demo(
     home.mkdir(parents=True, exist_ok=True)
     config_file = home / "dagster.yaml"
     if not config_file.exists():  # runs kept; one deployment of a project at a time (its op's pool)
-        config_file.write_text("concurrency:\n  pools:\n    default_limit: 1\n")
+        config_file.write_text(  # one deployment per project; a killed run is failed and frees its slot
+            "concurrency:\n  pools:\n    default_limit: 1\n"
+            "run_monitoring:\n  enabled: true\n  poll_interval_seconds: 30\n  start_timeout_seconds: 180\n"
+            "  cancel_timeout_seconds: 180\n  max_runtime_seconds: 3600\n  free_slots_after_run_end_seconds: 60\n")
     env = {**os.environ, "DAGSTER_HOME": str(home)}
     typer.echo(f"local Confluent-compatible service: {config.flink_base_url} (keeps running)")
     typer.echo(f"Dagster instance: DAGSTER_HOME={home}")
