@@ -9,7 +9,7 @@ import json
 import os
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -27,30 +27,46 @@ PipelinesOption = Annotated[
 ]
 
 
-def _graph(pipelines: Path | None):
+def _graph(pipelines: Path | None, strict: bool = False, warn: bool = True):
+    """The project graph. A broken file leaves out its table and what reads it (said on stderr), so it never
+    stops commands about other tables; `strict` makes any broken file an error instead."""
     from shift_left_dagster.project.graph import ProjectGraph
     from shift_left_dagster.project.inventory import build_inventory
 
-    return ProjectGraph(build_inventory(pipelines))
+    graph = ProjectGraph(build_inventory(pipelines, strict=strict))
+    for problem in graph.inventory.problems if warn else []:
+        left_out = [b.table for b in graph.inventory.broken if (b.file, b.line, b.message) == (
+            problem.file, problem.line, problem.message)]
+        typer.echo(f"warning: {problem} (left out: {', '.join(left_out)})", err=True)
+    return graph
 
 
 @app.command()
 def inventory(
     pipelines_dir: Annotated[Optional[Path], typer.Argument(help="pipelines folder")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print the JSON object keyed by table")] = False,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="print the JSON object keyed by table (and `broken`: the tables left out, if any)")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="fail (exit 2) on any broken file, for CI")] = False,
 ) -> None:
-    """Every table of the project: type, product, files, parents, children, state form."""
-    from shift_left_dagster.project.report import inventory_report
+    """Every table of the project: type, product, files, parents, children, state form; then the broken
+    tables and those left out because they read one (`file:line: message`)."""
+    from shift_left_dagster.project.report import broken_report, inventory_report
 
-    report = inventory_report(_graph(pipelines_dir))
+    graph = _graph(pipelines_dir, strict=strict, warn=False)
+    report: dict[str, Any] = inventory_report(graph)
+    broken = broken_report(graph)
     if as_json:
-        typer.echo(json.dumps(report, indent=1))
+        typer.echo(json.dumps({**report, "broken": broken} if broken else report, indent=1))
         return
     for name, entry in report.items():
         parents = ", ".join(entry["parents"] + entry["external_sources"]) or "-"
         form = entry["state_form"] or "-"
         typer.echo(f"{name:40} {entry['type']:12} {entry['product'] or '-':12} {form:9} <- {parents}")
     typer.echo(f"{len(report)} tables")
+    if broken:
+        typer.echo(f"broken: {len(broken)} tables left out")
+        for item in broken:
+            typer.echo(f"{item['table']:40} {item['reason']}")
 
 
 @app.command()

@@ -9,12 +9,16 @@ definitions.
 (No `from __future__ import annotations` here: Dagster reads the body's annotations.)
 """
 
+import logging
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from typing import Any
 
 from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
     AssetCheckSpec,
     AssetExecutionContext,
     AssetKey,
@@ -38,6 +42,8 @@ from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
 from shift_left_dagster.defs.translator import FlinkTranslator
 from shift_left_dagster.deploy.backfill import partial_history_loss
+from shift_left_dagster.project.inventory import FlinkTable
+from shift_left_dagster.project.problems import BrokenTable
 
 
 @dataclass(frozen=True)
@@ -190,7 +196,92 @@ def build_flink_assets(
         yield from run.stream()
 
     specs = build_flink_asset_specs(project, translator, select=select, exclude=exclude, checks=checks)
-    return [deploy_flink_tables, *specs.externals]
+    broken = build_broken_table_assets(project, translator, select=select, exclude=exclude,
+                                       partitions_def=partitions_def, name=f"{name or f'flink_{project.name}'}_broken")
+    return [deploy_flink_tables, *specs.externals, *broken]
+
+
+BROKEN_GROUP = "broken"
+SQL_VALID_CHECK = "flink_sql_valid"
+
+
+def build_broken_table_assets(
+    project: FlinkProject,
+    translator: FlinkTranslator | None = None,
+    *,
+    select: Sequence[str] | None = None,
+    exclude: Sequence[str] | None = None,
+    partitions_def: PartitionsDefinition | None = None,
+    name: str | None = None,
+) -> list[AssetsDefinition]:
+    """The tables the project leaves out (a broken file, or reading a broken table) as failing assets, so a
+    broken file shows in the UI where it is instead of failing the whole code location: group `broken`,
+    the fault (`file:line: message`) in the description and metadata, and a blocking check
+    `flink_sql_valid` that fails with it whenever it runs. Their own op: no healthy table's run includes
+    them (no healthy table depends on one). Nothing broken: no assets. Add it beside `@flink_assets`."""
+    translator = translator or FlinkTranslator()
+    graph = project.graph
+    chosen = [b for n, b in graph.broken.items() if _chosen(n, select, exclude)]
+    if not chosen:
+        return []
+    logging.getLogger(__name__).warning(
+        "Flink project %s: %d table(s) left out, shown in the %r group: %s", project.name, len(chosen),
+        BROKEN_GROUP, "; ".join(str(p) for p in graph.inventory.problems))
+    keys = {b.table: translator.get_asset_key(_stub(b)) for b in graph.broken.values()}
+    keys.update({n: translator.get_asset_key(t) for n, t in graph.tables.items()})
+    reasons = {keys[b.table]: b.reason for b in chosen}
+    specs = [_broken_spec(b, keys, project) for b in chosen]
+    checks = [AssetCheckSpec(SQL_VALID_CHECK, asset=keys[b.table], blocking=True,
+                             description="the table's Flink SQL, and that of every table it reads, is sound")
+              for b in chosen]
+
+    @multi_asset(name=name or f"flink_{project.name}_broken", specs=specs, check_specs=checks, can_subset=True,
+                 partitions_def=partitions_def,
+                 backfill_policy=BackfillPolicy.single_run() if partitions_def else None)
+    def broken_flink_tables(context: AssetExecutionContext):
+        for check in context.selected_asset_check_keys:
+            reason = reasons[check.asset_key]
+            yield AssetCheckResult(asset_key=check.asset_key, check_name=check.name, passed=False,
+                                   severity=AssetCheckSeverity.ERROR, description=reason, metadata={"error": reason})
+        if context.selected_asset_keys:
+            raise Failure(description="left out of the Flink project, fix the file first: "
+                          + "; ".join(reasons[k] for k in sorted(context.selected_asset_keys)))
+
+    return [broken_flink_tables]
+
+
+def _stub(broken: BrokenTable) -> FlinkTable:
+    """What the translator needs to name a broken table's asset (its files may not parse)."""
+    source = broken.source
+    return FlinkTable(name=broken.table, type=source.type, product=source.product, folder=source.folder,
+                      ddl_path=source.ddl_path, dml_path=source.dml_path, code_version="")
+
+
+def _broken_spec(broken: BrokenTable, keys: dict[str, AssetKey], project: FlinkProject) -> AssetSpec:
+    from dagster._core.definitions.metadata.source_code import (
+        CodeReferencesMetadataSet,
+        CodeReferencesMetadataValue,
+        LocalFileCodeReference,
+    )
+
+    root = project.graph.inventory.root
+    with warnings.catch_warnings():  # code references are beta in Dagster: the warning says nothing to users
+        warnings.simplefilter("ignore")
+        reference = CodeReferencesMetadataValue(
+            code_references=[LocalFileCodeReference(file_path=str(root / broken.file), line_number=broken.line)])
+    return AssetSpec(
+        key=keys[broken.table],
+        deps=[keys[r] for r in broken.source.reads if r in keys],
+        group_name=BROKEN_GROUP,
+        kinds={"flink", "confluent"},
+        tags={"flink/type": broken.source.type, "flink/broken": "true"},
+        description=f"BROKEN: {broken.source.type} table {broken.table} is left out of plans and deployments: "
+                    f"{broken.reason}",
+        metadata={"flink/broken": broken.reason, "file": broken.file, "line": broken.line,
+                  "excluded_because": ", ".join(broken.excluded_because) or "its own file",
+                  **CodeReferencesMetadataSet(code_references=reference)},
+        skippable=True,
+    )
 
 
 def _chosen(name: str, select: Sequence[str] | None, exclude: Sequence[str] | None) -> bool:

@@ -25,7 +25,9 @@ class FlinkProject:
 
     @cached_property
     def graph(self) -> ProjectGraph:
-        return ProjectGraph(build_inventory(self.pipelines_dir))
+        """Broken tables (and their dependants) are left out, into `graph.broken`: the code location
+        still loads, and shows them as failing assets instead."""
+        return ProjectGraph(build_inventory(self.pipelines_dir, strict=False))
 
     @cached_property
     def data_tests(self) -> dict[str, list[DataTest]]:

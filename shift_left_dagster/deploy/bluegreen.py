@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from shift_left_dagster.deploy.changes import Category, TableChange
 from shift_left_dagster.deploy.live import LiveState
 from shift_left_dagster.deploy.naming import statement_name, versioned_name
-from shift_left_dagster.deploy.plan import Action, DeploymentPlan, Planner, PlanOptions, PlanStep, link
+from shift_left_dagster.deploy.plan import Action, DeploymentPlan, PlanError, Planner, PlanOptions, PlanStep, link
 from shift_left_dagster.deploy.rewrite import rename_tables
 from shift_left_dagster.project.analysis import StateForm
 from shift_left_dagster.project.graph import ProjectGraph
@@ -96,6 +96,9 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
                 options: PlanOptions) -> DeploymentPlan:
     """One deployment plan for a commit range: new versions beside the serving ones (parents first),
     in-place replacements from offsets (DDL first), then an ordinary plan for added tables."""
+    broken = [graph.broken[c.table].reason for c in changes if c.table in graph.broken]
+    if broken:  # a file that stopped parsing reads as a removed table: never undeploy on that
+        raise PlanError([f"the commit leaves a table broken, fix it first: {reason}" for reason in broken])
     serving = live.serving_versions()
     wanted = plan_blue_green(graph, changes, serving)
     options = options.model_copy(update={"versions": serving})

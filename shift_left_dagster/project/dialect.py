@@ -11,6 +11,8 @@ and forbids the Python subclasses a dialect is made of.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from sqlglot import exp, generator, parser, tokens
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.tokens import Token, TokenType
@@ -82,6 +84,7 @@ def _is_statement_set_start(chunk: list[Token]) -> bool:
 
 class FlinkParser(parser.Parser):
     ALIAS_POST_VERSION = True
+    unparsed: Token | None = None  # the first token of a statement sqlglot gave up on (see _parse_as_command)
 
     STATEMENT_PARSERS = {
         **parser.Parser.STATEMENT_PARSERS,
@@ -111,9 +114,63 @@ class FlinkParser(parser.Parser):
     def _parse(self, parse_method, raw_tokens, sql=None):  # type: ignore[override]
         """Chunk statements with `split_tokens` so a STATEMENT SET stays one statement."""
         self.reset()
+        self.unparsed = None
         self.sql = sql or ""
         self._chunks = split_tokens(raw_tokens) or [[]]
         return self._parse_batch_statements(parse_method=parse_method, sep_first_statement=False)
+
+    # -- what sqlglot would accept or give up on silently: errors that name the Flink construct --
+
+    def _parse_as_command(self, start: Token) -> exp.Command:
+        """sqlglot gives up on a statement it cannot read by keeping it as opaque text (a Command, which
+        `parse_statements` refuses); remember the first token it could not read, to name it."""
+        self.unparsed = self.unparsed or self._curr
+        return super()._parse_as_command(start)
+
+    def _warn_unsupported(self) -> None:
+        """Quiet: a Command is always reported as an error with its file and line instead."""
+
+    def _parse_projections(self) -> tuple[list[exp.Expr], list[exp.Expr] | None]:
+        keyword = self._prev
+        projections, exclude = super()._parse_projections()
+        # at the token where a column was due (as Flink reports it), else at the end of the statement
+        if not projections:
+            self.raise_error("SELECT with an empty select list: name the columns to select", self._curr or keyword)
+        elif self._prev.token_type == TokenType.COMMA:
+            self.raise_error("the select list ends with a comma", self._curr or self._prev)
+        return projections, exclude
+
+    def _parse_where(self, skip_where_token: bool = False) -> exp.Where | None:
+        if not skip_where_token and not self._match(TokenType.WHERE):
+            return None
+        keyword, comments = self._prev, self._prev_comments
+        condition = self._parse_disjunction()
+        if condition is None:
+            self.raise_error("WHERE without a condition", keyword)
+        return self.expression(exp.Where(this=condition), comments=comments)
+
+    def _parse_having(self, skip_having_token: bool = False) -> exp.Having | None:
+        if not skip_having_token and not self._match(TokenType.HAVING):
+            return None
+        keyword, comments = self._prev, self._prev_comments
+        condition = self._parse_disjunction()
+        if condition is None:
+            self.raise_error("HAVING without a condition", keyword)
+        return self.expression(exp.Having(this=condition), comments=comments)
+
+    def _parse_group(self, skip_group_by_token: bool = False) -> exp.Group | None:
+        keyword = self._curr
+        group = super()._parse_group(skip_group_by_token)
+        if group is not None and not any(group.args.values()):
+            self.raise_error("GROUP BY without a column", keyword)
+        return group
+
+    def _parse_join(self, skip_join_token: bool = False, parse_bracket: bool = False,
+                    alias_tokens: Collection[TokenType] | None = None) -> exp.Join | None:
+        join = super()._parse_join(skip_join_token, parse_bracket, alias_tokens)
+        if join is not None and self._prev.token_type == TokenType.ON and join.args.get("on") is None:
+            self.raise_error("JOIN ... ON without a condition", self._prev)
+        return join
 
     def _parse_execute(self) -> exp.Expression:
         if not self._match_text_seq("STATEMENT", "SET"):

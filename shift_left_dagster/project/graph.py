@@ -12,6 +12,7 @@ from functools import cached_property
 from graphlib import CycleError, TopologicalSorter
 
 from shift_left_dagster.project.inventory import FlinkTable, Inventory, ProjectError
+from shift_left_dagster.project.problems import BrokenTable
 
 
 class ProjectGraph:
@@ -20,6 +21,9 @@ class ProjectGraph:
     def __init__(self, inventory: Inventory):
         self.inventory = inventory
         self.tables: dict[str, FlinkTable] = inventory.tables
+        self.broken: dict[str, BrokenTable] = {}  # left out of the graph (Inventory.broken), by name
+        for broken in inventory.broken:
+            self.broken.setdefault(broken.table, broken)
         self.parents: dict[str, list[str]] = {}
         self.external_sources: dict[str, list[str]] = {}
         for name, table in self.tables.items():
@@ -93,6 +97,9 @@ class ProjectGraph:
         return [name for name in self.order if name in wanted]
 
     def require(self, name: str) -> None:
+        """Refuse a table the project does not define, or leaves out because of a broken file."""
+        if name in self.broken and name not in self.tables:
+            raise ProjectError([f"table {name!r} is excluded: {self.broken[name].reason}"])
         if name not in self.tables:
             raise ProjectError([f"unknown table {name!r}: not defined under {self.inventory.root}/pipelines"])
 

@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import cast
 
 import sqlglot
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from shift_left_dagster.project import analysis, dialect, parsing
 from shift_left_dagster.project.analysis import DdlInfo, DmlInfo, StateForm
 from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement, to_flink_sql
+from shift_left_dagster.project.problems import BrokenTable, ProjectProblem, TableSource, exclude_broken
 
 
 class ProjectError(ValueError):
@@ -93,10 +94,17 @@ class FlinkTable(BaseModel):
 
 
 class Inventory(BaseModel):
-    """Every table of a project, keyed by name, sorted."""
+    """Every healthy table of a project, keyed by name, sorted; and the tables left out, with why."""
 
     root: Path
     tables: dict[str, FlinkTable]
+    broken: list[BrokenTable] = Field(default_factory=list)  # sorted by table
+
+    @property
+    def problems(self) -> list[ProjectProblem]:
+        """What to fix: one entry per fault (the tables excluded because of it add none)."""
+        faults = {(b.file, b.line, b.message) for b in self.broken if not b.excluded_because}
+        return [ProjectProblem(file=file, line=line, message=message) for file, line, message in sorted(faults)]
 
 
 def resolve_pipelines_dir(path: str | Path | None = None) -> Path:
@@ -123,9 +131,14 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def build_inventory(pipelines_dir: str | Path | None = None, use_cache: bool = True) -> Inventory:
+def build_inventory(pipelines_dir: str | Path | None = None, use_cache: bool = True, strict: bool = True) -> Inventory:
+    """The project's tables. `strict` (CI): any broken file raises ProjectError naming every fault;
+    else broken tables and their dependants are left out, listed in `Inventory.broken`."""
     with paused_gc():
-        return _build_inventory(pipelines_dir, use_cache)
+        inventory = _build_inventory(pipelines_dir, use_cache)
+    if strict and inventory.broken:
+        raise ProjectError([str(problem) for problem in inventory.problems])
+    return inventory
 
 
 def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inventory:
@@ -133,11 +146,11 @@ def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inven
     root = pipelines.parent
     files = _discover(pipelines)
     cache = AnalysisCache(root) if use_cache else None
-    analyses, problems = _analyse_all(root, files, cache)
-    tables = _assemble(root, files, analyses, problems)
-    if problems:
-        raise ProjectError(sorted(problems))
-    return Inventory(root=root, tables=dict(sorted(tables.items())))
+    analyses, failures = _analyse_all(root, files, cache)
+    tables, broken = _assemble(files, analyses, failures)
+    broken = exclude_broken({n: _source_of(t) for n, t in tables.items()}, broken)
+    healthy = {n: t for n, t in sorted(tables.items()) if n not in {b.table for b in broken}}
+    return Inventory(root=root, tables=_with_changelog_state(healthy), broken=broken)
 
 
 # -- discovery -------------------------------------------------------------------------------
@@ -243,15 +256,23 @@ def analyse_file(relative_path: str, text: str) -> FileAnalysis:
         raise FlinkSqlError(relative_path, statement.line, str(error)) from None
 
 
-def _analyse_batch(root: str, batch: list[str]) -> list[tuple[str, FileAnalysis | None, str | None]]:
-    """Worker: (path, analysis, error) for each file of the batch."""
-    results: list[tuple[str, FileAnalysis | None, str | None]] = []
+Analysed = tuple[str, FileAnalysis | None, ProjectProblem | None]
+
+
+def _analyse_batch(root: str, batch: list[str]) -> list[Analysed]:
+    """Worker: (path, analysis, problem) for each file of the batch. No file can stop the others."""
+    results: list[Analysed] = []
     for relative in batch:
         try:
             text = (Path(root) / relative).read_text()
             results.append((relative, analyse_file(relative, text), None))
         except FlinkSqlError as error:
-            results.append((relative, None, str(error)))
+            results.append((relative, None, ProjectProblem(file=relative, line=error.line, message=error.detail)))
+        except (OSError, UnicodeDecodeError) as error:
+            results.append((relative, None, ProjectProblem(file=relative, message=f"cannot read the file: {error}")))
+        except Exception as error:  # an analyser bug must cost this file only, not the project
+            message = f"cannot analyse the file ({type(error).__name__}: {error}); please report it"
+            results.append((relative, None, ProjectProblem(file=relative, message=message)))
     return results
 
 
@@ -260,24 +281,29 @@ PARALLEL_THRESHOLD = 64  # below this, starting processes costs more than it sav
 
 def _analyse_all(
     root: Path, files: list[TableFiles], cache: AnalysisCache | None
-) -> tuple[dict[str, FileAnalysis], list[str]]:
-    paths = [p for entry in files for p in (entry.ddl, entry.dml) if p]
-    keys = {p: _key(p, (root / p).read_bytes()) for p in paths}
+) -> tuple[dict[str, FileAnalysis], dict[str, ProjectProblem]]:
+    failures: dict[str, ProjectProblem] = {}
+    keys: dict[str, str] = {}
+    for path in (p for entry in files for p in (entry.ddl, entry.dml) if p):
+        try:
+            keys[path] = _key(path, (root / path).read_bytes())
+        except OSError as error:  # e.g. a dangling symlink: this table only
+            failures[path] = ProjectProblem(file=path, message=f"cannot read the file: {error}")
+    paths = list(keys)
     known = cache.entries if cache else {}
     results: dict[str, FileAnalysis] = {p: known[keys[p]] for p in paths if keys[p] in known}
     missing = [p for p in paths if p not in results]
-    problems: list[str] = []
-    for relative, data, error in _run_batches(root, missing):
-        if error:
-            problems.append(error)
-        elif data is not None:  # no error: analysed
+    for relative, data, problem in _run_batches(root, missing):
+        if problem is not None:
+            failures[relative] = problem
+        elif data is not None:  # no problem: analysed
             results[relative] = data
     if cache is not None and missing:
         cache.save({keys[p]: results[p] for p in paths if p in results})
-    return results, problems
+    return results, failures
 
 
-def _run_batches(root: Path, paths: list[str]) -> list[tuple[str, FileAnalysis | None, str | None]]:
+def _run_batches(root: Path, paths: list[str]) -> list[Analysed]:
     workers = os.cpu_count() or 1
     if len(paths) < PARALLEL_THRESHOLD or workers == 1:
         return _analyse_batch(str(root), paths)
@@ -290,48 +316,92 @@ def _run_batches(root: Path, paths: list[str]) -> list[tuple[str, FileAnalysis |
 # -- assembly ---------------------------------------------------------------------------------
 
 
+@dataclass
+class _Found:
+    """One table folder once its files are analysed: a table, or a fault that breaks it."""
+
+    files: TableFiles
+    name: str
+    ddl: FileAnalysis | None
+    dml: FileAnalysis | None
+    problem: ProjectProblem | None
+
+    @property
+    def path(self) -> str:
+        return cast(str, self.files.ddl or self.files.dml)  # discovery keeps folders with a file only
+
+    def source(self) -> TableSource:
+        reads = set(self.dml.dml.tables_read if self.dml and self.dml.dml else [])
+        reads.update(self.ddl.ddl.tables_read if self.ddl and self.ddl.ddl else [])
+        reads.discard(self.name)
+        return TableSource(name=self.name, type=self.files.type, product=self.files.product,
+                           folder=self.files.folder, ddl_path=self.files.ddl, dml_path=self.files.dml,
+                           reads=sorted(reads))
+
+
 def _assemble(
-    root: Path, files: list[TableFiles], analyses: dict[str, FileAnalysis], problems: list[str]
-) -> dict[str, FlinkTable]:
+    files: list[TableFiles], analyses: dict[str, FileAnalysis], failures: dict[str, ProjectProblem]
+) -> tuple[dict[str, FlinkTable], list[BrokenTable]]:
+    """Tables whose files are sound, and the tables their own files break (dependants come later)."""
+    found = [_find(entry, analyses, failures) for entry in files]
+    by_name: dict[str, list[_Found]] = {}
+    for item in found:
+        by_name.setdefault(item.name, []).append(item)
+    for name, same in by_name.items():  # a name defined twice: neither definition can be trusted
+        duplicates = [ProjectProblem(file=item.path, message=f"duplicate table {name}, also defined in {same[0].path}")
+                      for item in same[1:]]
+        for index, item in enumerate(same if duplicates else []):
+            item.problem = item.problem or duplicates[max(index - 1, 0)]
     tables: dict[str, FlinkTable] = {}
-    for entry in files:
-        ddl = analyses.get(entry.ddl) if entry.ddl else None
-        dml = analyses.get(entry.dml) if entry.dml else None
-        if (entry.ddl and ddl is None) or (entry.dml and dml is None):
-            continue  # its parse error is already in problems
-        name = ddl.ddl.table if ddl and ddl.ddl else None
-        if dml and dml.dml:
-            written = dml.dml.tables_written
-            name = name or written[0]
-            if name not in written:
-                problems.append(f"{entry.dml}:1: writes {', '.join(written)}, but its ddl creates {name}")
-                continue
-        if name is None:
-            continue
-        if name in tables:
-            other = tables[name]
-            problems.append(
-                f"{entry.ddl or entry.dml}:1: duplicate table {name}, "
-                f"also defined in {other.ddl_path or other.dml_path}"
-            )
-            continue
-        code = hashlib.blake2b(digest_size=8)
-        for part in (ddl, dml):
-            code.update((part.normalized_sql if part else "").encode() + b"\0")
-        tables[name] = FlinkTable(
-            name=name,
-            type=entry.type,
-            product=entry.product,
-            folder=entry.folder,
-            ddl_path=entry.ddl,
-            dml_path=entry.dml,
-            ddl=ddl.ddl if ddl else None,
-            dml=dml.dml if dml else None,
-            ddl_sql=ddl.normalized_sql if ddl else None,
-            dml_sql=dml.normalized_sql if dml else None,
-            code_version=code.hexdigest(),
-        )
-    return _with_changelog_state(tables)
+    broken: list[BrokenTable] = []
+    for item in found:
+        if item.problem is not None:
+            broken.append(BrokenTable(table=item.name, **item.problem.model_dump(), source=item.source()))
+        else:
+            tables[item.name] = _table(item)
+    return tables, broken
+
+
+def _find(entry: TableFiles, analyses: dict[str, FileAnalysis], failures: dict[str, ProjectProblem]) -> _Found:
+    ddl = analyses.get(entry.ddl) if entry.ddl else None
+    dml = analyses.get(entry.dml) if entry.dml else None
+    problem = next((failures[p] for p in (entry.ddl, entry.dml) if p and p in failures), None)
+    written = dml.dml.tables_written if dml and dml.dml else []
+    name = ddl.ddl.table if ddl and ddl.ddl else written[0] if written else _name_from_file(entry)
+    if problem is None and dml and written and name not in written:
+        problem = ProjectProblem(file=cast(str, entry.dml), message=f"writes {', '.join(written)}, "
+                                 f"but its ddl creates {name}")
+    return _Found(files=entry, name=name, ddl=ddl, dml=dml, problem=problem)
+
+
+def _name_from_file(entry: TableFiles) -> str:
+    """A table none of whose files parse: shift_left names its files ddl.<table>.sql / dml.<table>.sql."""
+    file_name = os.path.basename(cast(str, entry.ddl or entry.dml))
+    return file_name.split(".", 1)[1].removesuffix(".sql")
+
+
+def _table(item: _Found) -> FlinkTable:
+    code = hashlib.blake2b(digest_size=8)
+    for part in (item.ddl, item.dml):
+        code.update((part.normalized_sql if part else "").encode() + b"\0")
+    return FlinkTable(
+        name=item.name,
+        type=item.files.type,
+        product=item.files.product,
+        folder=item.files.folder,
+        ddl_path=item.files.ddl,
+        dml_path=item.files.dml,
+        ddl=item.ddl.ddl if item.ddl else None,
+        dml=item.dml.dml if item.dml else None,
+        ddl_sql=item.ddl.normalized_sql if item.ddl else None,
+        dml_sql=item.dml.normalized_sql if item.dml else None,
+        code_version=code.hexdigest(),
+    )
+
+
+def _source_of(table: FlinkTable) -> TableSource:
+    return TableSource(name=table.name, type=table.type, product=table.product, folder=table.folder,
+                       ddl_path=table.ddl_path, dml_path=table.dml_path, reads=table.tables_read)
 
 
 CHANGELOG_MODES_WITH_STATE = ("upsert", "retract")

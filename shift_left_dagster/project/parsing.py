@@ -7,8 +7,9 @@ from typing import cast
 
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token
 
-from shift_left_dagster.project.dialect import Flink, StatementSet, split_tokens
+from shift_left_dagster.project.dialect import Flink, FlinkParser, StatementSet, split_tokens
 
 FLINK = Flink()
 
@@ -65,17 +66,18 @@ def parse_statements(text: str, source: str = "<sql>") -> list[Statement]:
         line = chunk[0].line
         if chunk[0].text.upper() not in STATEMENT_STARTS:
             raise FlinkSqlError(source, line, f"unknown statement starting with {chunk[0].text!r}")
+        parser = cast(FlinkParser, FLINK.parser())
         try:
-            trees = FLINK.parser().parse(chunk, text)
+            trees = parser.parse(chunk, text)
         except ParseError as error:
             first = error.errors[0] if error.errors else {}
-            description = str(first.get("description") or error)
-            if "SENTINEL" in description:
-                description = "unexpected end of statement"
-            raise FlinkSqlError(source, int(first.get("line") or line), description) from None
+            raise FlinkSqlError(source, int(first.get("line") or line), _in_flink_terms(first, error)) from None
         tree = trees[0] if trees else None
         if tree is None:
             continue
+        if isinstance(tree, exp.Command) and parser.unparsed is not None:
+            stop = parser.unparsed
+            raise FlinkSqlError(source, stop.line, _not_understood(chunk, stop))
         if isinstance(tree, exp.Command) or not isinstance(tree, STATEMENT_KINDS):
             raise FlinkSqlError(source, line, f"unknown statement starting with {chunk[0].text!r}")
         # every concrete kind is an exp.Expression (exp.Query is a mixin whose classes all are)
@@ -94,6 +96,58 @@ def parse_one_statement(text: str, source: str = "<sql>") -> Statement:
 def to_flink_sql(tree: exp.Expression, pretty: bool = False, comments: bool = True) -> str:
     """Write an AST back as Flink SQL (without comments: the normalised form changes are compared on)."""
     return tree.sql(dialect=FLINK, pretty=pretty, comments=comments)
+
+
+# sqlglot reports an incomplete construct as "Required keyword: 'x' missing for <class '...Name'>";
+# what a Flink user wrote instead, by sqlglot class name.
+INCOMPLETE = {
+    "Order": "ORDER BY without a column",
+    "And": "AND without a condition after it",
+    "Or": "OR without a condition after it",
+    "Not": "NOT without a condition after it",
+    "Between": "BETWEEN without both bounds (BETWEEN low AND high)",
+    "In": "IN without a list of values",
+    "Like": "LIKE without a pattern",
+    "Is": "IS without NULL, TRUE or FALSE",
+    "Cast": "CAST without a target type",
+    "TryCast": "TRY_CAST without a target type",
+    "Alias": "AS without a name",
+    "Case": "CASE without a WHEN branch",
+    "If": "WHEN without a THEN",
+    "Interval": "INTERVAL without a value",
+    "Window": "OVER without a window",
+    "Paren": "empty parentheses",
+}
+OPERATORS = {"EQ": "=", "NEQ": "<>", "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<=", "Add": "+", "Sub": "-",
+             "Mul": "*", "Div": "/", "Mod": "%", "DPipe": "||"}
+CREATABLES = {"TABLE", "VIEW", "FUNCTION", "CATALOG", "DATABASE", "MODEL"}
+
+
+def _in_flink_terms(first: dict, error: ParseError) -> str:
+    """A sqlglot parse error, said in terms of the SQL that was written (never sqlglot's class names)."""
+    description = str(first.get("description") or error).splitlines()[0]
+    if "SENTINEL" in description:
+        return "unexpected end of statement"
+    if description.startswith("Invalid expression / Unexpected token") and first.get("highlight"):
+        return f"unexpected {first['highlight']!r}"
+    if description.startswith("Required keyword") and "<class '" in description:
+        name = description.rsplit(".", 1)[-1].rstrip("'>")
+        if name in OPERATORS:
+            return f"'{OPERATORS[name]}' without an operand after it"
+        return INCOMPLETE.get(name, f"incomplete {name.upper()} expression")
+    return description
+
+
+def _not_understood(chunk: list, stop: Token) -> str:
+    """A statement sqlglot could not read to its end: name the first word it could not read."""
+    words = [t.text.upper() for t in chunk]
+    if words[0] == "CREATE":
+        kind = next((w for w in words[1:] if w not in ("OR", "REPLACE", "TEMPORARY", "TEMP", "SYSTEM")), "")
+        if kind not in CREATABLES:
+            known = ", ".join(sorted(CREATABLES))
+            return f"CREATE {kind or 'without an object'}: not something Flink creates ({known})"
+        return f"CREATE {kind} not understood at {stop.text!r}"
+    return f"{words[0]} statement not understood at {stop.text!r}"
 
 
 def _tokenize(text: str, source: str) -> list:

@@ -30,6 +30,26 @@ def inventory_report(graph: ProjectGraph) -> dict[str, dict[str, Any]]:
     }
 
 
+def broken_report(graph: ProjectGraph) -> list[dict[str, Any]]:
+    """The tables the project leaves out, each with what to fix (`file:line: message`) and, for a
+    dependant, the chain of tables to the broken one; sorted by table."""
+    return [
+        {
+            "table": broken.table,
+            "type": broken.source.type,
+            "product": broken.source.product,
+            "ddl": broken.source.ddl_path,
+            "dml": broken.source.dml_path,
+            "file": broken.file,
+            "line": broken.line,
+            "message": broken.message,
+            "excluded_because": broken.excluded_because,
+            "reason": broken.reason,
+        }
+        for broken in graph.inventory.broken
+    ]
+
+
 def _node(graph: ProjectGraph, name: str) -> dict[str, Any]:
     table = graph.tables[name]
     joins = table.dml.joins if table.dml else None
