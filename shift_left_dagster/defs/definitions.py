@@ -12,6 +12,7 @@ from shift_left_dagster.checks import ChecksSettings
 from shift_left_dagster.defs.assets import build_flink_assets
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
 from shift_left_dagster.defs.health import health_sensor
+from shift_left_dagster.defs.maintenance import UNDEPLOY_JOB, maintenance_jobs
 from shift_left_dagster.defs.partitions import PartitionsConfig
 from shift_left_dagster.defs.project import FlinkProject
 from shift_left_dagster.defs.promotion import promotion_jobs
@@ -48,11 +49,13 @@ def build_flink_definitions(
         project = FlinkProject(pipelines_dir)
         translator = translator or FlinkTranslator()
         partitions_def = partitions.definition() if partitions else None
+        maintenance = maintenance_jobs(project)
+        undeploy = next(j for j in maintenance if j.name == UNDEPLOY_JOB)
         return Definitions(
             assets=build_flink_assets(project, translator, partitions_def=partitions_def, checks=checks,
                                       select=select, exclude=exclude, name=op_name, pool=pool),
-            sensors=[git_sensor(project, translator), health_sensor(project, translator)],
-            jobs=promotion_jobs(project),
+            sensors=[git_sensor(project, translator, undeploy_job=undeploy), health_sensor(project, translator)],
+            jobs=[*promotion_jobs(project), *maintenance],
             resources=flink_resources(resource),
         )
 

@@ -23,19 +23,24 @@ class RollbackConfig(Config):
     tables: list[str] = []
 
 
-def _deployer(project, confluent: ConfluentFlinkResource) -> Deployer:  # noqa: ANN001 - a FlinkProject
+def deployer_of(project, confluent: ConfluentFlinkResource) -> Deployer:  # noqa: ANN001 - a FlinkProject
     return Deployer(client=confluent.get_client(), graph=project.graph, config=confluent.get_config(),
                     timeout=confluent.statement_timeout_seconds)
 
 
-def _run(context: OpExecutionContext, deployment) -> None:  # noqa: ANN001 - a Deployment
-    """The one executor runs the promotion/rollback plan; each touched table gets a materialisation."""
+def run_plan(context: OpExecutionContext, deployment) -> None:  # noqa: ANN001 - a Deployment
+    """The one executor runs the plan; each table a promotion or rollback touched gets a materialisation
+    (what an undeploy or housekeeping step removed is logged: nothing was materialised)."""
     from dagster import AssetKey, AssetMaterialization
+
+    from shift_left_dagster.deploy.plan import Action
 
     context.log.info(str(deployment))
     try:
         for result in deployment.run():
-            if result.step.table:
+            if result.step.action in (Action.UNDEPLOY, Action.SKIP):
+                context.log.info(f"{result.step.table}: {result.step.reason}")
+            elif result.step.table:
                 context.log_event(AssetMaterialization(
                     asset_key=AssetKey([result.step.table]), description=result.step.reason,
                     metadata={"action": result.step.action.value, "version": result.step.version}))
@@ -59,13 +64,13 @@ def promotion_jobs(project) -> list[JobDefinition]:  # noqa: ANN001 - a FlinkPro
             context.log.info(f"candidates {report.candidates}; key differences {report.key_differences}")
             if report.problems:
                 raise Failure(description="not promoted: " + "; ".join(report.problems))
-        _run(context, _deployer(project, confluent).promote(config.tables or None))
+        run_plan(context, deployer_of(project, confluent).promote(config.tables or None))
 
     @op
     def rollback_versions(context: OpExecutionContext, config: RollbackConfig,
                           confluent: ConfluentFlinkResource) -> None:
         """Candidates are removed; the serving versions were never stopped."""
-        _run(context, _deployer(project, confluent).rollback(config.tables or None))
+        run_plan(context, deployer_of(project, confluent).rollback(config.tables or None))
 
     @job(name="promote_flink_versions", description="Verify, then promote blue/green candidate versions")
     def promote_job() -> None:

@@ -1,11 +1,26 @@
-"""A git sensor: each new commit that changes Flink SQL asks for one blue/green run of what it impacts."""
+"""A git sensor: each new commit that changes Flink SQL asks for one blue/green run of what it impacts.
+
+A commit that only removes tables has no asset to materialise: it asks for one run of the
+`undeploy_flink_tables` job instead (tables still read by something are kept and named).
+"""
 
 from __future__ import annotations
 
 import json
 
-from dagster import AssetKey, AssetSelection, RunRequest, SensorEvaluationContext, SensorResult, SkipReason, sensor
+from dagster import (
+    AssetKey,
+    AssetSelection,
+    JobDefinition,
+    RunRequest,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    define_asset_job,
+    sensor,
+)
 
+from shift_left_dagster.defs.maintenance import UNDEPLOY_JOB, maintenance_jobs
 from shift_left_dagster.deploy.bluegreen import plan_blue_green
 from shift_left_dagster.deploy.changes import GitError, detect_changes, head_commit, repository_of
 
@@ -14,13 +29,19 @@ SINCE_TAG = "shift_left/since"  # ...since this one, blue/green
 CHANGES_TAG = "shift_left/changes"  # table -> category, for the UI and reviewers
 
 
-def git_sensor(project, translator, name: str = "flink_git_changes", minimum_interval_seconds: int = 30):  # noqa: ANN001
-    """`project` is a FlinkProject, `translator` its FlinkTranslator."""
+def git_sensor(project, translator, name: str = "flink_git_changes", minimum_interval_seconds: int = 30,  # noqa: ANN001
+               undeploy_job: JobDefinition | None = None):
+    """`project` is a FlinkProject, `translator` its FlinkTranslator; `undeploy_job` the project's
+    `undeploy_flink_tables` job when the definitions already hold it (one object per name)."""
     graph = project.graph
     tables = [translator.get_asset_key(table) for table in graph.tables.values()]
 
-    @sensor(name=name, target=AssetSelection.assets(*tables), minimum_interval_seconds=minimum_interval_seconds,
-            description="Deploys what each new commit changed in the pipelines folder, blue/green.")
+    deploy_job = define_asset_job(f"{name}_deploy", selection=AssetSelection.assets(*tables))
+    undeploy_job = undeploy_job or next(j for j in maintenance_jobs(project) if j.name == UNDEPLOY_JOB)
+
+    @sensor(name=name, jobs=[deploy_job, undeploy_job], minimum_interval_seconds=minimum_interval_seconds,
+            description="Deploys what each new commit changed in the pipelines folder, blue/green; "
+                        "undeploys tables a commit removed.")
     def flink_git_sensor(context: SensorEvaluationContext):
         try:
             repo, pipelines = repository_of(project.pipelines_dir)
@@ -39,6 +60,14 @@ def git_sensor(project, translator, name: str = "flink_git_changes", minimum_int
                                      if t in graph.tables]
         tags = {COMMIT_TAG: head, SINCE_TAG: context.cursor,
                 CHANGES_TAG: json.dumps({c.table: c.category.value for c in changes}, sort_keys=True)}
-        return SensorResult(cursor=head, run_requests=[RunRequest(run_key=head, asset_selection=selection, tags=tags)])
+        if selection:
+            request = RunRequest(run_key=head, job_name=deploy_job.name, asset_selection=selection, tags=tags)
+        elif plan.removed:  # nothing to materialise: never an empty selection (Dagster reads it as "all")
+            config = {"tables": sorted(plan.removed), "keep_read": True}
+            request = RunRequest(run_key=head, job_name=UNDEPLOY_JOB, tags=tags,
+                                 run_config={"ops": {"undeploy_tables": {"config": config}}})
+        else:
+            return SensorResult(cursor=head, skip_reason=SkipReason(f"{head[:12]}: nothing to deploy"))
+        return SensorResult(cursor=head, run_requests=[request])
 
     return flink_git_sensor

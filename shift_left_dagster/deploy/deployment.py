@@ -155,10 +155,12 @@ class Deployer:
     def rollback(self, tables: list[str] | None = None) -> Deployment:
         return self._planned(lambda live: rollback_plan(self.graph, live, self.options(live), tables))
 
-    def undeploy(self, tables: list[str], *, product: str | None = None) -> Deployment:
-        """Remove tables (or a product's), children first; a table something else reads is refused."""
+    def undeploy(self, tables: list[str], *, product: str | None = None, strict: bool = True) -> Deployment:
+        """Remove tables (or a product's), children first; a table something else reads is refused
+        (`strict`), or kept and named in the plan."""
         chosen = list(tables) + [t for t, info in self.graph.tables.items() if product and info.product == product]
-        return self._planned(lambda live: undeploy_plan(self.graph, sorted(set(chosen)), live, self.options(live)))
+        return self._planned(lambda live: undeploy_plan(self.graph, sorted(set(chosen)), live, self.options(live),
+                                                        strict=strict))
 
     def housekeep(self) -> Deployment:
         """Remove terminal statements no plan needs and old versions' tables nothing reads."""

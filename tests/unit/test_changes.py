@@ -126,5 +126,19 @@ def test_git_sensor_requests_one_run_per_commit_and_never_twice(repo):
     assert request.tags[COMMIT_TAG] == changed and request.tags[SINCE_TAG] == comment_only
     assert json.loads(request.tags[CHANGES_TAG]) == {"int_table_1": "breaking"}
 
+    assert request.job_name == "flink_git_changes_deploy"
+
     again = sensor(build_sensor_context(instance=instance, cursor=result.cursor))
     assert not getattr(again, "run_requests", None)
+
+    # A commit that only removes a table: no asset to select, so one run of the undeploy job, never an
+    # empty selection (which Dagster reads as every asset).
+    shutil.rmtree(repo / "pipelines/facts/p1/fct_order")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "remove fct_order")
+    removed = git(repo, "rev-parse", "HEAD")
+    project = FlinkProject(repo / "pipelines")  # the code location reloads after the commit
+    result = git_sensor(project, FlinkTranslator())(build_sensor_context(instance=instance, cursor=changed))
+    (request,) = result.run_requests
+    assert request.job_name == "undeploy_flink_tables" and request.run_key == removed
+    assert request.run_config == {"ops": {"undeploy_tables": {"config": {"tables": ["fct_order"],
+                                                                         "keep_read": True}}}}

@@ -1,0 +1,56 @@
+"""Undeploy and housekeeping as Dagster jobs (the same plans as `shift-left-dagster undeploy|housekeep`).
+
+The git sensor asks for `undeploy_flink_tables` when a commit only removes tables: their
+statements and tables go, unless something still reads them (kept, and named in the plan).
+"""
+
+from dagster import Config, JobDefinition, OpExecutionContext, job, op
+
+from shift_left_dagster.defs.promotion import deployer_of, run_plan
+from shift_left_dagster.defs.resources import ConfluentFlinkResource
+
+UNDEPLOY_JOB = "undeploy_flink_tables"
+HOUSEKEEP_JOB = "housekeep_flink_project"
+
+
+class UndeployConfig(Config):
+    tables: list[str] = []  # names, also of tables already removed from git
+    product: str | None = None  # every table of this product
+    keep_read: bool = False  # a table something still reads: kept and named (True), or the run fails (False)
+    dry_run: bool = False
+
+
+class HousekeepConfig(Config):
+    dry_run: bool = False
+
+
+def maintenance_jobs(project) -> list[JobDefinition]:  # noqa: ANN001 - a FlinkProject
+    @op
+    def undeploy_tables(context: OpExecutionContext, config: UndeployConfig, confluent: ConfluentFlinkResource) -> None:
+        """Statements removed, then tables, children first."""
+        deployment = deployer_of(project, confluent).undeploy(config.tables, product=config.product,
+                                                            strict=not config.keep_read)
+        _finish(context, deployment, config.dry_run)
+
+    @op
+    def housekeep(context: OpExecutionContext, config: HousekeepConfig, confluent: ConfluentFlinkResource) -> None:
+        """Terminal statements no plan needs, and old versions' tables nothing reads, removed."""
+        _finish(context, deployer_of(project, confluent).housekeep(), config.dry_run)
+
+    @job(name=UNDEPLOY_JOB, description="Undeploy tables (also ones removed from git), children first")
+    def undeploy_job() -> None:
+        undeploy_tables()
+
+    @job(name=HOUSEKEEP_JOB, description="Remove terminal statements and unused old-version tables")
+    def housekeep_job() -> None:
+        housekeep()
+
+    return [undeploy_job, housekeep_job]
+
+
+def _finish(context: OpExecutionContext, deployment, dry_run: bool) -> None:  # noqa: ANN001 - a Deployment
+    if dry_run:
+        deployment.release()
+        context.log.info(f"dry run, nothing changed:\n{deployment}")
+        return
+    run_plan(context, deployment)
