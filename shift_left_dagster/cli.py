@@ -447,6 +447,62 @@ def demo(
     typer.echo("stop: shift-left-dagster local stop")
 
 
+@app.command()
+def lineage(
+    table: Annotated[str, typer.Argument(help="table name")],
+    column: Annotated[Optional[str], typer.Argument(help="one column, traced up to the raw topics")] = None,
+    pipelines: PipelinesOption = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="json or tree")] = "tree",
+) -> None:
+    """Column-level lineage: each column's parent columns, from the DML and the parents' DDLs."""
+    from shift_left_dagster.project.lineage import lineage_report, project_lineage, render_lineage
+
+    try:
+        traced = project_lineage(_graph(pipelines))
+        report = lineage_report(traced, table, column)
+        traced.save()
+        typer.echo(render_lineage(report, fmt))
+    except (ProjectError, ValueError) as error:
+        _fail(error)
+
+
+@app.command()
+def explain(
+    table: Annotated[str, typer.Argument(help="table name")],
+    pipelines: PipelinesOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print a JSON object")] = False,
+) -> None:
+    """What deploying TABLE sends (its normalised DDL and DML) and what the analysis says about it."""
+    try:
+        graph = _graph(pipelines)
+        graph.require(table)
+    except ProjectError as error:
+        _fail(error)
+    info = graph.tables[table]
+    report = {
+        "table": table, "type": info.type, "product": info.product, "code_version": info.code_version,
+        "ddl_path": info.ddl_path, "dml_path": info.dml_path, "ddl_sql": info.ddl_sql, "dml_sql": info.dml_sql,
+        "state_form": info.state_form.value if info.state_form else None,
+        "state_reasons": info.dml.state_reasons if info.dml else [],
+        "changelog_mode": info.ddl.changelog_mode if info.ddl else None, "primary_key": info.primary_key,
+        "parents": graph.parents[table], "children": graph.children[table],
+        "external_sources": graph.external_sources[table],
+    }
+    if as_json:
+        typer.echo(json.dumps(report, indent=1))
+        return
+    why = ", ".join(info.dml.state_reasons if info.dml else []) or "every output row comes from one input row"
+    typer.echo(f"{table} ({info.type}, {info.product or '-'})  code version {info.code_version}")
+    typer.echo(f"state form: {report['state_form']} ({why})" if info.dml else "state form: - (no DML)")
+    typer.echo(f"changelog mode: {report['changelog_mode'] or '-'}")
+    for label, names in (("primary key", info.primary_key), ("parents", graph.parents[table]),
+                         ("external sources", graph.external_sources[table]), ("children", graph.children[table])):
+        typer.echo(f"{label}: {', '.join(names) or '-'}")
+    for path, sql in ((info.ddl_path, info.ddl_sql), (info.dml_path, info.dml_sql)):
+        if sql:
+            typer.echo(f"\n-- {path}\n{sql};")
+
+
 def _version(value: bool) -> None:
     if value:
         from importlib.metadata import version

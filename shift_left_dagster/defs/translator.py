@@ -5,11 +5,20 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from dagster import AssetKey, AssetSpec, AutomationCondition, TableColumn, TableSchema
+from dagster import (
+    AssetKey,
+    AssetSpec,
+    AutomationCondition,
+    TableColumn,
+    TableColumnDep,
+    TableColumnLineage,
+    TableSchema,
+)
 from dagster._core.definitions.metadata.source_code import CodeReferencesMetadataSet, LocalFileCodeReference
 
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable
+from shift_left_dagster.project.lineage import project_lineage
 
 
 class FlinkTranslator:
@@ -53,10 +62,26 @@ class FlinkTranslator:
         if table.ddl and table.ddl.columns:
             metadata["dagster/column_schema"] = TableSchema(
                 columns=[TableColumn(name=c.name, type=c.type or "computed") for c in table.ddl.columns])
+        metadata["dagster/column_lineage"] = self.get_column_lineage(table, graph)
+        unknown = project_lineage(graph).all()[table.name].unknown
+        metadata["column_lineage_unknown"] = dict(unknown) if unknown else None  # why a column has no lineage
         path = table.dml_path or table.ddl_path
         if path:
             metadata.update(CodeReferencesMetadataSet(code_references=_references(graph, path)))
         return {k: v for k, v in metadata.items() if v is not None}
+
+    def get_column_lineage(self, table: FlinkTable, graph: ProjectGraph) -> TableColumnLineage | None:
+        """Each column's parent columns, from the DML and the parents' DDLs; deps use this translator's keys."""
+        traced = project_lineage(graph).all()[table.name]  # all: traced once per graph, cached on disk
+        if not traced.columns:
+            return None
+        keys: dict[str, AssetKey] = {}
+        for name in {p.table for parents in traced.columns.values() for p in parents}:
+            known = graph.tables.get(name)
+            keys[name] = self.get_asset_key(known) if known else self.get_external_asset_key(name)
+        return TableColumnLineage(deps_by_column={
+            column: [TableColumnDep(asset_key=keys[p.table], column_name=p.column) for p in parents]
+            for column, parents in traced.columns.items()})
 
     def get_asset_spec(self, table: FlinkTable, graph: ProjectGraph) -> AssetSpec:
         deps = [self.get_asset_key(graph.tables[p]) for p in graph.parents[table.name]]
