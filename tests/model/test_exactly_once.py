@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections import Counter
 from pathlib import Path
 
@@ -151,10 +152,11 @@ class DeploymentModel(RuleBasedStateMachine):
         return subprocess.run(["git", "-C", str(self.root), "-c", "user.email=m@m", "-c", "user.name=m", *args],
                               check=True, capture_output=True, text=True).stdout.strip()
 
-    def deployer(self) -> Deployer:
+    def deployer(self, holder: str = "model") -> Deployer:
+        """`holder`: who deploys (a process, a Dagster run): two holders exclude each other by the lease."""
         graph = ProjectGraph(build_inventory(self.root / "pipelines", use_cache=False))
         return Deployer(client=self.client, graph=graph, config=local_defaults(self.service.url),
-                        settle_seconds=0.2, timeout=120)
+                        settle_seconds=0.2, timeout=120, holder=holder)
 
     def physical(self, table: str) -> str:
         return versioned_name(table, self.serving.get(table, 1))
@@ -197,6 +199,12 @@ class DeploymentModel(RuleBasedStateMachine):
             self.count()
             return
         self.deployer().deploy([table]).wait()  # raises when a step fails or a statement is unhealthy
+        self.predict_deploy(table)
+        self.count()
+
+    def predict_deploy(self, table: str) -> None:
+        """What deploying `table` does to the model."""
+        source_recreated = bool(self.segments) and table == "src_orders" and self.segments[-1][1] != self.multiplier
         if not self.segments or source_recreated:
             self.segments = [(0, self.multiplier)]  # (re)created: reprocesses the raw topic from earliest
             self.serving.setdefault("src_orders", 1)
@@ -208,6 +216,28 @@ class DeploymentModel(RuleBasedStateMachine):
             self.totals_weight = self.weight  # deployed, or its code changed: recreated
         self.serving.setdefault(table, 1)
         self.stopped -= {table, "src_orders"}
+
+    @precondition(lambda self: self.candidate is None)
+    @rule(first=st.sampled_from(TABLES), second=st.sampled_from(TABLES))
+    def concurrent_deploys(self, first: str, second: str) -> None:
+        """Two deployments at once, as two Dagster runs (or a run and the CLI) would start them: the
+        project's lease orders them, and either order ends in the same state, so the model applies both."""
+        failures: list[BaseException] = []
+
+        def deploy(table: str, holder: str) -> None:
+            try:
+                self.deployer(holder).deploy([table]).wait()
+            except BaseException as error:  # noqa: BLE001 - reported below, in the test's thread
+                failures.append(error)
+
+        threads = [threading.Thread(target=deploy, args=(t, f"run-{i}")) for i, t in enumerate((first, second))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=300)
+        assert not failures, failures
+        self.predict_deploy(first)
+        self.predict_deploy(second)
         self.count()
 
     @precondition(lambda self: bool(set(self.serving) - self.stopped))
@@ -305,7 +335,7 @@ def test_every_sink_equals_the_oracle_after_random_deployments(spark) -> None:  
         max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=True,
         suppress_health_check=list(HealthCheck), database=None))
     print(f"model: {len(_RUNS)} sequences, {sum(_RUNS)} operations ({dict(_KINDS)}), no counterexample")
-    for kind in ("sensor_run_deploys_the_commits", "stop_statement", "promote_or_rollback"):
+    for kind in ("sensor_run_deploys_the_commits", "stop_statement", "promote_or_rollback", "concurrent_deploys"):
         assert _KINDS[kind], kind  # the fixed seeds reach every kind of operation
 
 
