@@ -128,11 +128,13 @@ TablesArgument = Annotated[Optional[list[str]], typer.Argument(help="tables (or 
 ProductOption = Annotated[Optional[str], typer.Option("--product", help="every table of this product")]
 ListFileOption = Annotated[Optional[Path], typer.Option("--table-list-file", help="a file with one table a line")]
 ExcludeOption = Annotated[Optional[list[str]], typer.Option("--exclude", help="tables (or globs) to leave out")]
+DirOption = Annotated[Optional[Path], typer.Option(
+    "--dir", help="every table whose folder is under this one (e.g. pipelines/facts/p1)")]
 
 
 def _targets(graph, tables: list[str] | None, product: str | None, list_file: Path | None,  # noqa: ANN001
-             exclude: list[str] | None) -> list[str]:
-    """The tables a command acts on: named, a product's, a file's, less the excluded (globs allowed)."""
+             exclude: list[str] | None, folder: Path | None = None) -> list[str]:
+    """The tables a command acts on: named, a product's, a file's, a folder's, less the excluded (globs)."""
     from fnmatch import fnmatch
 
     chosen = list(tables or [])
@@ -140,9 +142,15 @@ def _targets(graph, tables: list[str] | None, product: str | None, list_file: Pa
         chosen += [name for name, info in graph.tables.items() if info.product == product]
     if list_file:
         chosen += [line.strip() for line in list_file.read_text().splitlines() if line.strip()]
+    if folder:
+        root, wanted = graph.inventory.root.resolve(), folder.resolve()
+        under = [name for name, info in graph.tables.items() if (root / info.folder).resolve().is_relative_to(wanted)]
+        if not under:
+            _fail(ValueError(f"--dir {folder}: no table of the project is under this folder"))
+        chosen += under
     chosen = [t for t in dict.fromkeys(chosen) if not any(fnmatch(t, p) for p in exclude or [])]
     if not chosen:
-        _fail(ValueError("no table chosen: name tables, --product or --table-list-file"))
+        _fail(ValueError("no table chosen: name tables, --product, --dir or --table-list-file"))
     return chosen
 
 
@@ -164,6 +172,7 @@ def plan(
     product: ProductOption = None,
     table_list_file: ListFileOption = None,
     exclude: ExcludeOption = None,
+    folder: DirOption = None,
     pipelines: PipelinesOption = None,
     config: ConfigOption = None,
     dml_only: Annotated[bool, typer.Option("--dml-only", help="keep tables, replace statements only")] = False,
@@ -174,7 +183,7 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
 ) -> None:
     """The ordered steps deploying TABLES would take against the configured service, with reasons."""
-    deployment = _planned_deployment(pipelines, config, (tables, product, table_list_file, exclude),
+    deployment = _planned_deployment(pipelines, config, (tables, product, table_list_file, exclude, folder),
                                      dml_only=dml_only, may_start_children=may_start_children,
                                      force_sources=force_sources, force=force)
     deployment.release()  # only printed: the next deployment may plan
@@ -187,6 +196,7 @@ def deploy(
     product: ProductOption = None,
     table_list_file: ListFileOption = None,
     exclude: ExcludeOption = None,
+    folder: DirOption = None,
     pipelines: PipelinesOption = None,
     config: ConfigOption = None,
     dml_only: Annotated[bool, typer.Option("--dml-only")] = False,
@@ -196,7 +206,7 @@ def deploy(
 ) -> None:
     """Plan, print, then run the deployment of TABLES; stops at the first failing step. On the local
     service, raw topics the project reads are seeded from seeds/ first."""
-    _run(_planned_deployment(pipelines, config, (tables, product, table_list_file, exclude),
+    _run(_planned_deployment(pipelines, config, (tables, product, table_list_file, exclude, folder),
                              dml_only=dml_only, may_start_children=may_start_children,
                              force_sources=force_sources, force=force))
 
@@ -258,6 +268,25 @@ def undeploy(
         typer.echo(str(deployment))
         return
     _run(deployment)
+
+
+@app.command("validate-config")
+def validate_config(
+    config: Annotated[Optional[Path], typer.Argument(help="config.yaml (default: $CONFIG_FILE, else ./config.yaml)")]
+    = None,
+) -> None:
+    """Validate a config file in every mode (also when deployments go to the local service): each bad or
+    missing field is named; secrets come from SL_* variables and are never printed."""
+    from shift_left_dagster.project.config import ConfigFileError, load_config
+
+    try:
+        loaded = load_config(config)
+    except (ConfigFileError, OSError) as error:
+        _fail(error)
+        raise
+    typer.echo(f"valid: environment {loaded.env_name}, organization {loaded.confluent_cloud.organization_id}, "
+               f"environment id {loaded.confluent_cloud.environment_id}, compute pool "
+               f"{loaded.flink.compute_pool_id or '(one per product)'}, Flink API {loaded.flink_base_url}")
 
 
 @app.command()

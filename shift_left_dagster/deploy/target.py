@@ -40,20 +40,34 @@ def target_config(
     folder: its client refuses a service answering for another folder.
     """
     environ = os.environ if environ is None else environ
-    if resolve_mode(mode, environ, (secrets or {}).get(("flink", "api_key"))) == "local":
-        if local_url:
-            if not local_data_dir:
-                return local_defaults(local_url)
-            from shift_left_dagster.local.health import require_folder
-
-            require_folder(local_url, local_data_dir)  # OtherFolderService names both folders
-            return bind_to_data_dir(local_defaults(local_url), local_data_dir)
-        from shift_left_dagster.local.process import ensure_running  # Spark only when local
-
-        info = ensure_running(local_data_dir)
-        return bind_to_data_dir(local_defaults(info.url), info.data_dir)
     path = config_file or environ.get("CONFIG_FILE")
+    if resolve_mode(mode, environ, (secrets or {}).get(("flink", "api_key"))) == "local":
+        # A config file named in local mode is still read: a broken one is an error, never ignored, and
+        # its per-environment choices (app.*, kafka.reject_topics_prefixes) apply to the local service too.
+        chosen = load_config(Path(path), environ, secrets) if path else None
+        return _with_choices(_local_target(local_url, local_data_dir), chosen)
     return load_config(Path(path) if path else None, environ, secrets)
+
+
+def _local_target(local_url: str | None, local_data_dir: str | None) -> FlinkProjectConfig:
+    if local_url:
+        if not local_data_dir:
+            return local_defaults(local_url)
+        from shift_left_dagster.local.health import require_folder
+
+        require_folder(local_url, local_data_dir)  # OtherFolderService names both folders
+        return bind_to_data_dir(local_defaults(local_url), local_data_dir)
+    from shift_left_dagster.local.process import ensure_running  # Spark only when local
+
+    info = ensure_running(local_data_dir)
+    return bind_to_data_dir(local_defaults(info.url), info.data_dir)
+
+
+def _with_choices(local: FlinkProjectConfig, chosen: FlinkProjectConfig | None) -> FlinkProjectConfig:
+    if chosen is not None:
+        local.app = chosen.app
+        local.kafka.reject_topics_prefixes = list(chosen.kafka.reject_topics_prefixes)
+    return local
 
 
 def connect(config: FlinkProjectConfig) -> ConfluentClient:
