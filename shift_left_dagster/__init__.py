@@ -7,10 +7,17 @@ The public surface, as dagster-dbt exports its own:
     @flink_assets(project=FlinkProject("flink_project/pipelines"))
     def my_tables(context, flink: ConfluentFlinkResource):
         yield from flink.deploy(context=context).stream()
+
+    defs = Definitions(assets=[my_tables, *build_broken_table_assets(project)])  # broken files, shown as such
 """
 
 from shift_left_dagster.checks.models import CheckName, ChecksSettings
-from shift_left_dagster.defs.assets import build_flink_asset_specs, build_flink_assets, flink_assets
+from shift_left_dagster.defs.assets import (
+    build_broken_table_assets,
+    build_flink_asset_specs,
+    build_flink_assets,
+    flink_assets,
+)
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
 from shift_left_dagster.defs.component import FlinkProjectComponent
 from shift_left_dagster.defs.definitions import build_flink_definitions, flink_resources
@@ -34,6 +41,7 @@ __all__ = [
     "FlinkTranslator",
     "PartitionsConfig",
     "SparkResource",
+    "build_broken_table_assets",
     "build_flink_asset_specs",
     "build_flink_assets",
     "build_flink_definitions",

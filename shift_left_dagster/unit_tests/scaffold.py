@@ -30,7 +30,7 @@ _INTEGERS = {Type.TINYINT, Type.SMALLINT, Type.INT, Type.BIGINT}
 def init_tests(table: str, pipelines: str | Path | None = None, *, cases: int = 2, postfix: str = "_ut",
                overwrite: bool = False, graph: ProjectGraph | None = None) -> list[Path]:
     """Write `table`'s tests/ folder; the files written (existing ones are kept unless `overwrite`)."""
-    graph = graph or ProjectGraph(build_inventory(pipelines, use_cache=False))
+    graph = graph or ProjectGraph(build_inventory(pipelines, use_cache=False, strict=False))
     graph.require(table)
     entry = graph.tables[table]
     if entry.dml is None:
