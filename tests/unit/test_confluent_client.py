@@ -1,4 +1,5 @@
-"""ConfluentClient against mocked HTTP (responses): paths, bodies, auth, paging, retries, errors, secrets."""
+"""ConfluentClient against mocked HTTP (responses): paths, bodies, auth, paging, retries, errors,
+secrets."""
 
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ from shift_left_dagster.confluent.errors import (
     BadRequest,
     ConfigError,
     Conflict,
-    ConnectionFailed,
     ConfluentError,
+    ConnectionFailed,
     NotFound,
     ProvisioningFailed,
     RateLimited,
@@ -44,6 +45,7 @@ from shift_left_dagster.confluent.errors import (
 from shift_left_dagster.confluent.models import Op, Phase
 from shift_left_dagster.project.config import load_config, local_defaults
 
+Mock = responses.RequestsMock
 ORG = "7c2b2c1e-0000-4000-8000-000000000001"
 ENV = "env-abc123"
 FLINK = "https://flink.us-east-1.aws.confluent.cloud"
@@ -151,7 +153,7 @@ def cloud_error(status: int, detail: str) -> dict[str, Any]:
 # --- statements ------------------------------------------------------------------------
 
 
-def test_create_statement_posts_the_documented_body_with_flink_auth(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_create_statement_posts_the_documented_body_with_flink_auth(client: ConfluentClient, rsps: Mock) -> None:
     expected = {
         "name": "dev-p1-dml-orders",
         "organization_id": ORG,
@@ -173,7 +175,7 @@ def test_create_statement_posts_the_documented_body_with_flink_auth(client: Conf
     assert created.phase == Phase.PENDING and created.spec.compute_pool_id == "lfcp-1"
 
 
-def test_create_rejects_invalid_names_before_any_request(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_create_rejects_invalid_names_before_any_request(client: ConfluentClient, rsps: Mock) -> None:
     with pytest.raises(ValueError, match="invalid statement name"):
         client.create_statement("Bad_Name", "SELECT 1")
     with pytest.raises(ValueError):
@@ -190,7 +192,7 @@ def test_by_name_calls_refuse_names_no_statement_can_have(client: ConfluentClien
     assert len(rsps.calls) == 0  # '..' would otherwise be normalised into the list path
 
 
-def test_get_statement_parses_status_and_keeps_unknown_fields(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_get_statement_parses_status_and_keeps_unknown_fields(client: ConfluentClient, rsps: Mock) -> None:
     body = statement(phase="SOME_FUTURE_PHASE", traits={"sql_kind": "INSERT_INTO", "is_bounded": False, "schema": {}},
                      latest_offsets={"orders": "partition:0,offset:10;partition:1,offset:123"}, brand_new={"x": 1})
     rsps.get(f"{STMTS}/dev-p1-dml-orders", json=body, match=[matchers.header_matcher(FLINK_AUTH)])
@@ -202,7 +204,7 @@ def test_get_statement_parses_status_and_keeps_unknown_fields(client: ConfluentC
     assert got.to_request_body()["status"]["brand_new"] == {"x": 1}
 
 
-def test_list_statements_follows_three_pages_with_filters(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_list_statements_follows_three_pages_with_filters(client: ConfluentClient, rsps: Mock) -> None:
     base = {"spec.compute_pool_id": "lfcp-1", "label_selector": "app=x,team=y", "page_size": "2"}
     pages = [
         (None, ["a", "b"], f"{STMTS}?page_size=2&page_token=T1"),
@@ -231,7 +233,7 @@ def test_delete_statement_waits_until_get_answers_404(client: ConfluentClient, r
     assert fake_time.sleeps == [0.3]
 
 
-def test_delete_of_a_missing_statement_is_a_no_op(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_delete_of_a_missing_statement_is_a_no_op(client: ConfluentClient, rsps: Mock) -> None:
     rsps.delete(f"{STMTS}/gone", status=404, json=cloud_error(404, "Statement resource=gone does not exist"))
     client.delete_statement("gone")
     assert len(rsps.calls) == 1
@@ -272,7 +274,7 @@ def test_stop_rereads_and_retries_after_409_on_stale_resource_version(
     assert [c.request.method for c in rsps.calls] == ["GET", "PUT", "GET", "PUT"]
 
 
-def test_stop_of_an_already_stopped_statement_sends_no_put(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_stop_of_an_already_stopped_statement_sends_no_put(client: ConfluentClient, rsps: Mock) -> None:
     rsps.get(f"{STMTS}/s", json=statement("s", phase="STOPPED"))
     rsps.get(f"{STMTS}/s", json=statement("s", phase="STOPPED"))
     assert client.stop_statement("s").phase == Phase.STOPPED
@@ -293,7 +295,7 @@ def test_resume_can_move_pool_and_principal_and_waits_for_running(
     assert resumed.phase == Phase.RUNNING
 
 
-def test_resume_refuses_to_move_a_running_statement(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_resume_refuses_to_move_a_running_statement(client: ConfluentClient, rsps: Mock) -> None:
     rsps.get(f"{STMTS}/s", json=statement("s"))
     with pytest.raises(ValueError, match="not stopped"):
         client.resume_statement("s", compute_pool_id="lfcp-9")
@@ -313,7 +315,7 @@ def test_wait_for_phase_raises_statement_failed_with_detail(
     assert fake_time.sleeps == [0.3, 0.3]
 
 
-def test_failed_with_empty_detail_reports_the_newest_exception(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_failed_with_empty_detail_reports_the_newest_exception(client: ConfluentClient, rsps: Mock) -> None:
     rsps.get(f"{STMTS}/s", json={**statement("s"), "status": {"phase": "FAILED", "detail": ""}})
     rsps.get(f"{STMTS}/s/exceptions", match=[matchers.header_matcher(FLINK_AUTH)], json={
         "api_version": "sql/v1", "kind": "StatementExceptionList", "metadata": {"self": "x"},
@@ -340,7 +342,7 @@ def test_poll_cadence_grows_and_is_capped() -> None:
     assert [poll.interval(n) for n in (0, 9, 10, 20, 1000)] == [0.3, 0.3, 0.6, pytest.approx(0.9), 3.0]
 
 
-def test_results_follow_pages_until_next_is_empty(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_results_follow_pages_until_next_is_empty(client: ConfluentClient, rsps: Mock) -> None:
     url = f"{STMTS}/s/results"
     rsps.get(url, match=[matchers.query_param_matcher({}), matchers.header_matcher(FLINK_AUTH)], json={
         "metadata": {"next": f"{url}?page_token=P1"},
@@ -367,8 +369,9 @@ def test_results_of_a_running_unbounded_statement_stop_at_an_empty_page(
     assert fake_time.sleeps == [0.3]  # one wait while results were not ready
 
 
-def test_exceptions_are_listed_newest_first(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
-    rsps.get(f"{STMTS}/s/exceptions", json={"data": [{"name": "E", "message": "boom", "timestamp": "2024-01-01T00:00:00Z"}]})
+def test_exceptions_are_listed_newest_first(client: ConfluentClient, rsps: Mock) -> None:
+    rsps.get(f"{STMTS}/s/exceptions",
+             json={"data": [{"name": "E", "message": "boom", "timestamp": "2024-01-01T00:00:00Z"}]})
     assert [e.message for e in client.statement_exceptions("s")] == ["boom"]
 
 
@@ -383,7 +386,7 @@ def pool(pool_id: str, phase: str = "PROVISIONED") -> dict[str, Any]:
             "status": {"phase": phase, "current_cfu": 0}}
 
 
-def test_compute_pools_list_pages_with_environment_and_cloud_auth(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_compute_pools_list_pages_with_environment_and_cloud_auth(client: ConfluentClient, rsps: Mock) -> None:
     base = {"environment": ENV, "spec.region": "us-east-1", "page_size": "2"}
     rsps.get(POOLS, match=[matchers.query_param_matcher(base), matchers.header_matcher(CLOUD_AUTH)],
              json={"kind": "ComputePoolList", "metadata": {"next": f"{POOLS}?environment={ENV}&page_token=N"},
@@ -393,13 +396,13 @@ def test_compute_pools_list_pages_with_environment_and_cloud_auth(client: Conflu
     assert [p.id for p in client.list_compute_pools(region="us-east-1")] == ["lfcp-1", "lfcp-2", "lfcp-3"]
 
 
-def test_get_compute_pool(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_get_compute_pool(client: ConfluentClient, rsps: Mock) -> None:
     rsps.get(f"{POOLS}/lfcp-1", json=pool("lfcp-1"),
              match=[matchers.query_param_matcher({"environment": ENV}), matchers.header_matcher(CLOUD_AUTH)])
     assert client.get_compute_pool("lfcp-1").status.phase == "PROVISIONED"
 
 
-def test_create_compute_pool_waits_until_provisioned(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_create_compute_pool_waits_until_provisioned(client: ConfluentClient, rsps: Mock) -> None:
     body = {"spec": {"display_name": "dev-p1", "cloud": "AWS", "region": "us-east-1", "max_cfu": 10,
                      "environment": {"id": ENV}}}
     rsps.post(POOLS, status=202, json=pool("lfcp-9", "PROVISIONING"),
@@ -409,21 +412,21 @@ def test_create_compute_pool_waits_until_provisioned(client: ConfluentClient, rs
     assert client.create_compute_pool("dev-p1", max_cfu=10).status.phase == "PROVISIONED"
 
 
-def test_create_compute_pool_failed_phase_raises(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_create_compute_pool_failed_phase_raises(client: ConfluentClient, rsps: Mock) -> None:
     rsps.post(POOLS, status=202, json=pool("lfcp-9", "PROVISIONING"))
     rsps.get(f"{POOLS}/lfcp-9", json=pool("lfcp-9", "FAILED"))
     with pytest.raises(ProvisioningFailed, match="dev-p1"):
         client.create_compute_pool("dev-p1", max_cfu=10)
 
 
-def test_compute_pool_create_is_not_retried_after_503(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_compute_pool_create_is_not_retried_after_503(client: ConfluentClient, rsps: Mock) -> None:
     rsps.post(POOLS, status=503, body="Service Unavailable")
     with pytest.raises(ServerError):
         client.create_compute_pool("dev-p1", max_cfu=10, wait=False)
     assert len(rsps.calls) == 1  # pool names are not unique: a blind retry could create two pools
 
 
-def test_topics_list_and_delete_use_kafka_rest_and_its_key(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_topics_list_and_delete_use_kafka_rest_and_its_key(client: ConfluentClient, rsps: Mock) -> None:
     rsps.get(TOPICS, match=[matchers.header_matcher(KAFKA_AUTH)], json={
         "kind": "KafkaTopicList", "metadata": {"self": TOPICS, "next": None},
         "data": [{"kind": "KafkaTopic", "cluster_id": "lkc-1", "topic_name": "orders", "is_internal": False,
@@ -436,15 +439,16 @@ def test_topics_list_and_delete_use_kafka_rest_and_its_key(client: ConfluentClie
     assert client.delete_topic("missing") is False
 
 
-def test_subject_delete_is_soft_then_permanent_with_sr_key(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_subject_delete_is_soft_then_permanent_with_sr_key(client: ConfluentClient, rsps: Mock) -> None:
     url = f"{SR}/subjects/orders-value"
     rsps.delete(url, json=[1, 2], match=[matchers.query_param_matcher({}), matchers.header_matcher(SR_AUTH)])
-    rsps.delete(url, json=[1, 2], match=[matchers.query_param_matcher({"permanent": "true"}), matchers.header_matcher(SR_AUTH)])
+    rsps.delete(url, json=[1, 2],
+                match=[matchers.query_param_matcher({"permanent": "true"}), matchers.header_matcher(SR_AUTH)])
     assert client.delete_subject("orders-value") == [1, 2]
     assert [c.request.url for c in rsps.calls] == [url, f"{url}?permanent=true"]
 
 
-def test_subject_already_soft_deleted_goes_on_to_permanent(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_subject_already_soft_deleted_goes_on_to_permanent(client: ConfluentClient, rsps: Mock) -> None:
     url = f"{SR}/subjects/%3A.flink-dev%3Aorders-value"  # a context-qualified subject, percent-encoded
     rsps.delete(url, status=404, json={"error_code": 40404, "message": "Subject 'x' was soft deleted."},
                 match=[matchers.query_param_matcher({})])
@@ -452,7 +456,7 @@ def test_subject_already_soft_deleted_goes_on_to_permanent(client: ConfluentClie
     assert client.delete_subject(":.flink-dev:orders-value") == [3]
 
 
-def test_unknown_subject_deletes_nothing(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_unknown_subject_deletes_nothing(client: ConfluentClient, rsps: Mock) -> None:
     rsps.delete(f"{SR}/subjects/nope", status=404, json={"error_code": 40401, "message": "Subject 'nope' not found."})
     assert client.delete_subject("nope") == []
 
@@ -477,20 +481,20 @@ def test_503_twice_then_success(client: ConfluentClient, rsps: responses.Request
     assert len(fake_time.sleeps) == 2 and all(0 <= s <= 0.02 for s in fake_time.sleeps)
 
 
-def test_connection_error_is_retried_for_get(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_connection_error_is_retried_for_get(client: ConfluentClient, rsps: Mock) -> None:
     rsps.get(f"{STMTS}/s", body=requests.ConnectionError("reset by peer"))
     rsps.get(f"{STMTS}/s", json=statement("s"))
     assert client.get_statement("s").name == "s"
 
 
-def test_connection_errors_exhausted_raise_connection_failed(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_connection_errors_exhausted_raise_connection_failed(client: ConfluentClient, rsps: Mock) -> None:
     for _ in range(4):
         rsps.get(f"{STMTS}/s", body=requests.ConnectionError("refused"))
     with pytest.raises(ConnectionFailed, match="after 4 attempt"):
         client.get_statement("s")
 
 
-def test_401_raises_auth_error_without_retry(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_401_raises_auth_error_without_retry(client: ConfluentClient, rsps: Mock) -> None:
     rsps.get(f"{STMTS}/s", status=401, json=cloud_error(401, "invalid API key"),
              headers={"WWW-Authenticate": 'Basic error="invalid_key"', "X-Request-Id": "req-1"})
     with pytest.raises(AuthError) as info:
@@ -501,7 +505,7 @@ def test_401_raises_auth_error_without_retry(client: ConfluentClient, rsps: resp
     assert "req-1" in message
 
 
-def test_retries_exhausted_raise_server_error_and_rate_limited(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_retries_exhausted_raise_server_error_and_rate_limited(client: ConfluentClient, rsps: Mock) -> None:
     for _ in range(4):
         rsps.get(f"{STMTS}/a", status=504, body="gateway timeout")
     for _ in range(4):
@@ -513,7 +517,7 @@ def test_retries_exhausted_raise_server_error_and_rate_limited(client: Confluent
     assert len(rsps.calls) == 8
 
 
-def test_status_codes_map_to_typed_errors(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_status_codes_map_to_typed_errors(client: ConfluentClient, rsps: Mock) -> None:
     rsps.get(f"{STMTS}/a", status=404, json=cloud_error(404, "Statement resource=a does not exist"))
     rsps.post(STMTS, status=422, json={"errors": [{"title": "Unprocessable", "code": "invalid_input"}]})
     with pytest.raises(NotFound, match="Statement resource=a does not exist"):
@@ -534,14 +538,14 @@ def test_create_retried_after_503_returns_the_statement_the_first_attempt_create
     assert [c.request.method for c in rsps.calls] == ["POST", "POST", "GET"]
 
 
-def test_create_409_on_first_attempt_is_a_real_conflict(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_create_409_on_first_attempt_is_a_real_conflict(client: ConfluentClient, rsps: Mock) -> None:
     rsps.post(STMTS, status=409, json=cloud_error(409, "Statement name already exists"))
     with pytest.raises(Conflict, match="already exists"):
         client.create_statement("dev-p1-dml-orders", "INSERT INTO t SELECT * FROM s;")
     assert len(rsps.calls) == 1
 
 
-def test_create_409_after_retry_for_another_sql_is_still_a_conflict(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_create_409_after_retry_for_another_sql_is_still_a_conflict(client: ConfluentClient, rsps: Mock) -> None:
     rsps.post(STMTS, status=502, body="bad gateway")
     rsps.post(STMTS, status=409, json=cloud_error(409, "Statement name already exists"))
     rsps.get(f"{STMTS}/dev-p1-dml-orders", json=statement(phase="RUNNING"))
@@ -549,7 +553,7 @@ def test_create_409_after_retry_for_another_sql_is_still_a_conflict(client: Conf
         client.create_statement("dev-p1-dml-orders", "INSERT INTO other SELECT 1;")
 
 
-def test_redirect_to_another_confluent_host_keeps_authorization(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_redirect_to_another_confluent_host_keeps_authorization(client: ConfluentClient, rsps: Mock) -> None:
     other = "https://flink.pr1jy6.us-east-1.aws.confluent.cloud"
     rsps.get(f"{STMTS}/s", status=307, headers={"Location": f"{other}/sql/v1/x/s"})
     rsps.get(f"{other}/sql/v1/x/s", json=statement("s"), match=[matchers.header_matcher(FLINK_AUTH)])
@@ -557,7 +561,7 @@ def test_redirect_to_another_confluent_host_keeps_authorization(client: Confluen
     assert rsps.calls[1].request.headers["Authorization"] == FLINK_AUTH["Authorization"]
 
 
-def test_redirect_to_a_foreign_host_drops_authorization(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_redirect_to_a_foreign_host_drops_authorization(client: ConfluentClient, rsps: Mock) -> None:
     rsps.get(f"{STMTS}/s", status=302, headers={"Location": "https://evil.example.com/steal"})
     rsps.get("https://evil.example.com/steal", json=statement("s"))
     client.get_statement("s")
@@ -565,23 +569,24 @@ def test_redirect_to_a_foreign_host_drops_authorization(client: ConfluentClient,
     assert "Authorization" not in rsps.calls[1].request.headers
 
 
-def test_redirect_to_plain_http_confluent_host_drops_authorization(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_redirect_to_plain_http_confluent_host_drops_authorization(client: ConfluentClient, rsps: Mock) -> None:
     rsps.get(f"{STMTS}/s", status=301, headers={"Location": "http://flink.other.confluent.cloud/s"})
     rsps.get("http://flink.other.confluent.cloud/s", json=statement("s"))
     client.get_statement("s")
     assert "Authorization" not in rsps.calls[1].request.headers
 
 
-def test_redirect_loop_stops_after_five_hops(client: ConfluentClient, rsps: responses.RequestsMock) -> None:
+def test_redirect_loop_stops_after_five_hops(client: ConfluentClient, rsps: Mock) -> None:
     rsps.get(f"{STMTS}/s", status=302, headers={"Location": f"{STMTS}/s"})
     with pytest.raises(ConfluentError, match="more than 5 redirects"):
         client.get_statement("s")
     assert len(rsps.calls) == 6
 
 
-def test_local_service_host_is_trusted_for_redirects(fake_time: FakeTime, rsps: responses.RequestsMock) -> None:
+def test_local_service_host_is_trusted_for_redirects(fake_time: FakeTime, rsps: Mock) -> None:
     local = "http://127.0.0.1:8084"
-    client = ConfluentClient(make_settings(flink=ApiEndpoint(base_url=local, api_key="FKEY", api_secret=SecretStr("fsecret"))),
+    flink = ApiEndpoint(base_url=local, api_key="FKEY", api_secret=SecretStr("fsecret"))
+    client = ConfluentClient(make_settings(flink=flink),
                              sleep=fake_time.sleep, clock=fake_time.clock)
     path = f"/sql/v1/organizations/{ORG}/environments/{ENV}/statements"
     rsps.get(f"{local}{path}/s", status=308, headers={"Location": f"{path}/s2"})
@@ -676,14 +681,15 @@ def test_netrc_entry_for_a_real_loopback_service_does_not_replace_the_key(netrc_
 
 
 def test_a_client_bound_to_a_data_folder_refuses_another_folders_service(fake_time: FakeTime,
-                                                                         rsps: responses.RequestsMock) -> None:
+                                                                         rsps: Mock) -> None:
     local = "http://127.0.0.1:8084"
     path = f"/sql/v1/organizations/{ORG}/environments/{ENV}/statements"
     endpoint = ApiEndpoint(base_url=local, api_key="FKEY", api_secret=SecretStr("fsecret"))
     rsps.get(f"{local}/local/v1/health", json={"status": "ok", "pid": 41, "data_dir": "/projects/a/.data"})
     foreign = ConfluentClient(make_settings(flink=endpoint, service_data_dir="/projects/b/.data"),
                               sleep=fake_time.sleep, clock=fake_time.clock)
-    with pytest.raises(WrongService, match="data folder /projects/a/.data, not the one of data folder /projects/b/.data"):
+    with pytest.raises(WrongService,
+                       match="data folder /projects/a/.data, not the one of data folder /projects/b/.data"):
         foreign.list_statements()
     assert [c.request.url for c in rsps.calls] == [f"{local}/local/v1/health"]  # no statement was read
 
@@ -703,7 +709,7 @@ def test_a_local_config_bound_to_its_folder_makes_bound_clients(tmp_path: Path) 
 
 
 def test_a_bound_client_refuses_a_url_that_is_not_a_local_service(fake_time: FakeTime,
-                                                                   rsps: responses.RequestsMock) -> None:
+                                                                   rsps: Mock) -> None:
     endpoint = ApiEndpoint(base_url=FLINK, api_key="FKEY", api_secret=SecretStr("fsecret"))
     rsps.get(f"{FLINK}/local/v1/health", status=404, json=cloud_error(404, "not found"))
     client = ConfluentClient(make_settings(flink=endpoint, service_data_dir="/projects/b/.data"),
@@ -712,7 +718,7 @@ def test_a_bound_client_refuses_a_url_that_is_not_a_local_service(fake_time: Fak
         client.get_statement("s")
 
 
-def test_unconfigured_api_names_the_missing_settings(fake_time: FakeTime, rsps: responses.RequestsMock) -> None:
+def test_unconfigured_api_names_the_missing_settings(fake_time: FakeTime, rsps: Mock) -> None:
     client = ConfluentClient(make_settings(flink=ApiEndpoint(base_url=FLINK, api_key="FKEY"),
                                            schema_registry=ApiEndpoint(), kafka_cluster_id=None))
     with pytest.raises(ConfigError, match="Flink SQL API is not configured: missing SL_FLINK_API_SECRET"):
@@ -736,13 +742,14 @@ SECRETS = {
 FILE_SECRET = "file-S3CRET-zq85"
 
 
-def test_secrets_never_leak(tmp_path: Path, caplog: pytest.LogCaptureFixture, rsps: responses.RequestsMock) -> None:
+def test_secrets_never_leak(tmp_path: Path, caplog: pytest.LogCaptureFixture, rsps: Mock) -> None:
     caplog.set_level(logging.DEBUG)
     env = {**SECRETS, "SL_FLINK_API_KEY": "FKEY", "SL_CONFLUENT_CLOUD_API_KEY": "CKEY",
            "SL_KAFKA_API_KEY": "KKEY", "SL_REGISTRY_API_KEY": "SKEY"}
     config_file = tmp_path / "config.yaml"
     config_file.write_text(f"""
-kafka: {{cluster_id: lkc-1, cluster_type: dev, pkafka_cluster: pkc-1, "sasl.password": {FILE_SECRET}, oauth_token: {FILE_SECRET}}}
+kafka: {{cluster_id: lkc-1, cluster_type: dev, pkafka_cluster: pkc-1,
+         "sasl.password": {FILE_SECRET}, oauth_token: {FILE_SECRET}}}
 registry: {{url: "{SR}", registry_key_secret: {FILE_SECRET}}}
 confluent_cloud: {{environment_id: {ENV}, organization_id: {ORG}, region: us-east-1, provider: aws}}
 flink: {{compute_pool_id: lfcp-1, catalog_name: my_env, database_name: my_cluster}}
