@@ -43,6 +43,7 @@ class TableType(StrEnum):
     FACT = "fact"
     DIMENSION = "dimension"
     VIEW = "view"
+    SEED = "seed"
 
 
 FOLDER_TYPES = {
@@ -51,6 +52,7 @@ FOLDER_TYPES = {
     "facts": TableType.FACT,
     "dimensions": TableType.DIMENSION,
     "views": TableType.VIEW,
+    "seeds": TableType.SEED,  # shift_left's word for a seeds/ folder's tables
 }
 
 

@@ -180,3 +180,10 @@ def test_cli_report_formats_and_errors(sample):
     assert "table_name: fct_order" in as_yaml.stdout
     missing = cli("report", "nope", "--pipelines", str(sample))
     assert missing.returncode == 2 and "unknown table 'nope'" in missing.stderr
+
+
+def test_a_seeds_folder_types_its_tables_seed_as_shift_left_does(tmp_path: Path) -> None:
+    folder = tmp_path / "pipelines/seeds/p1/s_t/sql-scripts"
+    folder.mkdir(parents=True)
+    (folder / "ddl.s_t.sql").write_text("CREATE TABLE s_t (a STRING) WITH ('changelog.mode' = 'append');\n")
+    assert build_inventory(tmp_path / "pipelines", use_cache=False).tables["s_t"].type == "seed"
