@@ -21,6 +21,7 @@ from sqlglot import exp
 from shift_left_dagster.local.catalog import TableError
 from shift_left_dagster.local.ddl import SQL_KINDS, Ddl
 from shift_left_dagster.local.errors import flink_detail
+from shift_left_dagster.local.event_time import WatermarkError
 from shift_left_dagster.local.introspection import Introspection
 from shift_left_dagster.local.jobs import Job, JobError, Jobs
 from shift_left_dagster.local.limits import shorten
@@ -44,7 +45,7 @@ VALIDATION = "org.apache.flink.table.api.ValidationException"
 PARSER = "org.apache.flink.table.api.SqlParserException"
 RUNTIME = "org.apache.flink.runtime.JobException"
 _EXPECTED = (Unsupported, UnsupportedType, JobError, TableError, ScanError, TemporalJoinError,
-             NotNullViolation)
+             NotNullViolation, WatermarkError)
 
 
 class Engine:
@@ -215,19 +216,19 @@ class Engine:
             self.ddl.create(statement, properties, job.sinks[0].table)
             job = self.jobs.compile(name, statement, properties)
         state = self.jobs.start(job, state)
-        if job.select is not None:
-            schema, rows = self.jobs.select_rows(job, state)
-            self.store.put_results(name, [(0, row) for row in rows])
-            columns = [{"name": f.name, "type": result_type(f.dataType, f.nullable)} for f in schema.fields]
-            self._set(name, COMPLETED, traits=_traits("SELECT", schema={"columns": columns}), end_time=now())
-            return True
         self.store.commit_run(name, state, [])
         self._jobs[name] = job
         bounded = all(p.bound is not None for p in state.sources.values())
-        append_only = all(not s.table.upsert for s in job.sinks)
-        self._set(name, RUNNING, " ".join(job.notes),
-                  traits=_traits(job.sql_kind, bounded=bounded, append_only=append_only),
-                  latest_offsets=None, latest_offsets_timestamp=None)
+        if job.select is not None:  # a continuous query unless bounded: its results grow while it runs
+            columns = [{"name": f.name, "type": result_type(f.dataType, f.nullable)}
+                       for f in self.jobs.select_schema(job).fields]
+            traits = _traits("SELECT", bounded=bounded, append_only=job.append_only, schema={"columns": columns},
+                             upsert_columns=job.result_key)
+        else:
+            append_only = all(not s.table.upsert for s in job.sinks)
+            traits = _traits(job.sql_kind, bounded=bounded, append_only=append_only)
+        self._set(name, RUNNING, " ".join(job.notes), traits=traits, latest_offsets=None,
+                  latest_offsets_timestamp=None)
         return self._advance(name)
 
     def _advance(self, name: str) -> bool:
@@ -235,14 +236,14 @@ class Engine:
         state = self.store.run_state(name)
         if job is None or state is None:
             return False
-        advanced, state, batches = self.jobs.advance(job, state)
-        if advanced:
-            self.store.commit_run(name, state, batches)
-        if self.jobs.complete(state):
+        run = self.jobs.advance(job, state)
+        if run.advanced:
+            self.store.commit_run(name, run.state, run.batches, run.results)
+        if self.jobs.complete(run.state):
             self._set(name, COMPLETED, end_time=now())
             self._jobs.pop(name, None)
             return True
-        return advanced
+        return run.advanced
 
     def _job(self, name: str) -> Job | None:
         cached = self._jobs.get(name)
@@ -291,9 +292,9 @@ class Engine:
 
 
 def _traits(sql_kind: str, *, bounded: bool = True, append_only: bool = True,
-            schema: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"sql_kind": sql_kind, "is_bounded": bounded, "is_append_only": append_only, "upsert_columns": None,
-            "schema": schema or {}}
+            schema: dict[str, Any] | None = None, upsert_columns: list[int] | None = None) -> dict[str, Any]:
+    return {"sql_kind": sql_kind, "is_bounded": bounded, "is_append_only": append_only,
+            "upsert_columns": upsert_columns, "schema": schema or {}}
 
 
 def spark_detail(error: PySparkException, sql: str) -> str:

@@ -6,6 +6,10 @@ reads only the offsets not read yet, and each output row keeps its input
 record's op and time. Every other job recomputes its query over the state of
 its inputs and writes the changelog of the difference against what it wrote
 before (its own batches), so an upsert sink ends as Flink would hold it.
+Window aggregations are the exception: they append the windows the run's
+watermark fired (windows.py, event_time.py). A SELECT appends its changelog to
+its results (results.py); in snapshot mode ('sql.snapshot.mode' = 'now') every
+source is bounded at its current end, as Confluent Cloud's snapshot queries.
 """
 
 from __future__ import annotations
@@ -35,11 +39,21 @@ from shift_left_dagster.local.catalog import (
     table_from_create,
 )
 from shift_left_dagster.local.errors import flink_detail
+from shift_left_dagster.local.event_time import (
+    MIN_WATERMARK,
+    check_time_attributes,
+    combine,
+    idleness,
+    source_watermark,
+    watermark_spec,
+)
 from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_options, start_offsets
+from shift_left_dagster.local.results import Change, changelog, current, upsert_key
 from shift_left_dagster.local.storage import TableLogs
 from shift_left_dagster.local.store import Batch, RunState, SourceProgress, Store
 from shift_left_dagster.local.types import decode_wire, flink_type_name, spark_type_of, wire_column
 from shift_left_dagster.local.views import TableViews
+from shift_left_dagster.local.windows import WindowedQuery, fired_args, gate_windows
 from shift_left_dagster.project.analysis import state_reasons
 from shift_left_dagster.project.dialect import StatementSet
 from shift_left_dagster.project.parsing import Statement
@@ -54,6 +68,9 @@ from shift_left_dagster.translation.spark import (
 from shift_left_dagster.values import except_all, same_value
 
 MAX_RESULT_ROWS = 100_000
+MAX_RESULT_CHANGES = 10_000_000
+SNAPSHOT_MODE = "sql.snapshot.mode"
+SELECT_KEY = "select"  # RunState.watermarks key of a SELECT's query (a sink's is its position)
 
 
 class JobError(ValueError):
@@ -69,6 +86,11 @@ class Sink:
     compared: dict[str, list[str]] = field(default_factory=dict)  # upsert source view -> columns the query reads
     before: str = "keep"  # how -U rows are written: keep (retract sink), drop or delete (upsert sink)
 
+    @property
+    def windowed(self) -> bool:
+        """A window aggregation: each run appends the windows its watermark fired."""
+        return isinstance(self.query, WindowedQuery)
+
 
 @dataclass
 class Job:
@@ -80,11 +102,30 @@ class Job:
     sources: dict[str, TableDef] = field(default_factory=dict)  # view -> table read
     options: dict[str, ScanOptions] = field(default_factory=dict)  # table uid -> how it is scanned
     notes: list[str] = field(default_factory=list)  # what the local service ignored (query hints)
+    snapshot: bool = False  # 'sql.snapshot.mode' = 'now': every source bounded at its end when it starts
+    idle_partitions: bool = True  # a partition without new records in a run is idle (event_time.py)
+    result_key: list[int] | None = None  # a SELECT's upsert key: positions of its GROUP BY columns
+    append_only: bool = True  # a SELECT whose result only ever grows
 
     @property
     def tables(self) -> list[TableDef]:
         """Every table the job reads or writes, as it was compiled against."""
         return list(self.sources.values()) + [s.table for s in self.sinks]
+
+    def queries(self) -> list[tuple[str, SparkQuery]]:
+        """(watermark key, query) of each sink, then of the SELECT."""
+        keyed = [(str(i), s.query) for i, s in enumerate(self.sinks)]
+        return keyed + ([(SELECT_KEY, self.select)] if self.select is not None else [])
+
+
+@dataclass
+class RunOutput:
+    """One run of a job: whether it had new input, its progress, and what it wrote."""
+
+    advanced: bool
+    state: RunState
+    batches: list[Batch] = field(default_factory=list)
+    results: list[Change] = field(default_factory=list)  # a SELECT's changelog rows to append
 
 
 def missing_table(table_id: TableId) -> JobError:
@@ -102,6 +143,8 @@ class Jobs:
         """The job of a query statement, analysed by Spark over empty inputs: whatever Spark can not
         run fails here, when the statement is created, never on a later run."""
         job = self._compile(name, statement, properties)
+        job.snapshot = is_snapshot(properties)
+        job.idle_partitions = idleness(properties)
         self.validate(job, statement)
         return job
 
@@ -121,6 +164,9 @@ class Jobs:
         if isinstance(tree, exp.Query):
             job = Job(name=name, sql_kind="SELECT")
             job.select = self._translate(job, tree, properties, incremental=False)
+            appends = all(t.changelog_mode == "append" for t in job.sources.values()) and not state_reasons(tree)
+            job.append_only = isinstance(job.select, WindowedQuery) or appends
+            job.result_key = None if job.append_only else upsert_key(tree)
             return job
         if isinstance(tree, exp.Create):
             return self._compile_ctas(name, statement, properties)
@@ -182,6 +228,10 @@ class Jobs:
             return [c.name for c in found.columns]
 
         translated = translate_query(query, columns_of, incremental=incremental)
+        if not incremental:
+            translated = gate_windows(translated)
+        if isinstance(translated, WindowedQuery) and not is_snapshot(properties):
+            check_time_attributes(query, lambda t: self.store.table(resolve(t, properties)))
         job.notes += [note for note in translated.notes if note not in job.notes]
         for scan in translated.scans:
             table = self.store.table(resolve(scan.table, properties))
@@ -208,14 +258,17 @@ class Jobs:
             first_offset_at = partial(self.views.first_offset_at, table)
             start = start_offsets(options, table.partitions, ends, first_offset_at)
             bound = bound_offsets(options, table.partitions, ends, first_offset_at)
+            if job.snapshot:  # a snapshot query reads what exists when it starts
+                now = {p: ends.get(p, 0) for p in range(table.partitions)}
+                bound = now if bound is None else {p: min(bound.get(p, 0), now[p]) for p in now}
             state.sources[table.name] = SourceProgress(table_uid=table.uid, start=start, bound=bound, next=dict(start))
         return state
 
     def bind(self, job: Job, query: SparkQuery, state: RunState | None = None,
              upper: dict[str, dict[int, int]] | None = None, incremental: bool = False,
-             empty: bool = False) -> DataFrame:
+             empty: bool = False, fired: tuple[int, int] | None = None) -> DataFrame:
         """The query's DataFrame over its sources' views (all records when no range is given,
-        none when `empty`)."""
+        none when `empty`); a window aggregation's windows are those `fired` selects (default: all)."""
         for scan in query.scans:
             table = job.sources[scan.view]
             progress = next((p for p in (state.sources.values() if state else []) if p.table_uid == table.uid), None)
@@ -238,35 +291,66 @@ class Jobs:
             else:
                 frame = self.views.state(table, ranges)
             frame.createOrReplaceTempView(scan.view)
+        if isinstance(query, WindowedQuery):
+            return self.spark.sql(query.sql, args=fired_args(fired))
         return self.spark.sql(query.sql)
 
-    def advance(self, job: Job, state: RunState) -> tuple[bool, RunState, list[Batch]]:
-        """One run: (whether there was new input, the new progress, the batches written).
-        The caller commits the batches and the progress together."""
+    def advance(self, job: Job, state: RunState) -> RunOutput:
+        """One run: whether there was new input, the new progress, and the batches written (a
+        SELECT's result rows). The caller commits them and the progress together."""
         upper = self._upper(job, state)
         fresh = {uid for uid, ends in upper.items() if self._behind(state, uid, ends)}
         if state.runs and not fresh:
-            return False, state, []
-        batches: list[Batch] = []
-        for sink in job.sinks:
+            return RunOutput(False, state)
+        fired = self._fire(job, state, upper)
+        output = RunOutput(True, state)
+        for index, sink in enumerate(job.sinks):
             read = {job.sources[s.view].uid for s in sink.query.scans}
             if state.runs and not read & fresh:
                 continue
-            result = self.bind(job, sink.query, state, upper, incremental=sink.incremental)
+            result = self.bind(job, sink.query, state, upper, incremental=sink.incremental, fired=fired.get(str(index)))
             records = self.shape(result, sink, incremental=sink.incremental)
             if sink.incremental:
                 records = _before_rows(records, sink.before)
                 # Source order kept (Flink keeps each partition's order): by offset, -U before its +U.
                 order = [F.col(HIDDEN_SEQ), F.col(f"`{OP}`")]
                 batch = self.logs.write(sink.table, records, job.name, order_by=order, recomputable=True)
+            elif sink.windowed:  # the windows this run fired: append-only
+                batch = self.logs.write(sink.table, records, job.name)
             else:
                 batch = self.logs.write(sink.table, self._changelog(job.name, sink.table, records), job.name)
             if batch is not None:
-                batches.append(batch)
+                output.batches.append(batch)
+        if job.select is not None:
+            output.results = self._select_changes(job, state, upper, fired.get(SELECT_KEY))
         for progress in state.sources.values():
             progress.next = dict(upper[progress.table_uid])
         state.runs += 1
-        return True, state, batches
+        return output
+
+    def _fire(self, job: Job, state: RunState, upper: dict[str, dict[int, int]]) -> dict[str, tuple[int, int]]:
+        """Per window aggregation (by watermark key), the watermarks it fires windows between in this
+        run, (before, after]: each source's watermark after reading [next, upper), combined per query."""
+        windowed = [(key, query) for key, query in job.queries() if isinstance(query, WindowedQuery)]
+        if not windowed:
+            return {}
+        marks: dict[str, int | None] = {}
+        for progress in state.sources.values():
+            uid = progress.table_uid
+            table = next(t for t in job.sources.values() if t.uid == uid)
+            spec = watermark_spec(table)
+            ranges = {p: (progress.next.get(p, 0), upper[uid][p]) for p in range(table.partitions)}
+            ended = progress.bound is not None and all(upper[uid].get(p, 0) >= end for p, end in progress.bound.items())
+            marks[uid] = source_watermark(progress, self.views.highest_times(table, spec.column, ranges), spec,
+                                          table.partitions, idle_partitions=job.idle_partitions, ended=ended)
+        fired: dict[str, tuple[int, int]] = {}
+        for key, query in windowed:
+            before = state.watermarks.get(key)
+            after = combine(before, [marks[u] for u in {job.sources[s.view].uid for s in query.scans}])
+            if after is not None:
+                state.watermarks[key] = after
+            fired[key] = (MIN_WATERMARK if before is None else before, MIN_WATERMARK if after is None else after)
+        return fired
 
     def complete(self, state: RunState) -> bool:
         """Bounded sources all read to their bounds (a job without sources is complete after one run)."""
@@ -275,14 +359,24 @@ class Jobs:
             for p in state.sources.values()
         )
 
-    def select_rows(self, job: Job, state: RunState) -> tuple[T.StructType, list[list]]:
-        """A SELECT's rows (wire-encoded strings) over what exists now, up to its bounds."""
+    def select_schema(self, job: Job) -> T.StructType:
+        """The columns of a SELECT's result (hidden columns left out)."""
         assert job.select is not None
-        frame = self.bind(job, job.select, state, self._upper(job, state))
-        schema = frame.schema
-        wired = frame.select(*[wire_column(f.name, f.dataType).alias(f"c{i}") for i, f in enumerate(schema.fields)])
-        rows = wired.limit(MAX_RESULT_ROWS).collect()
-        return schema, [[decode_wire(row[i], f.dataType) for i, f in enumerate(schema.fields)] for row in rows]
+        fields = self.bind(job, job.select, empty=True).schema.fields
+        return T.StructType([f for f in fields if f.name not in HIDDEN])
+
+    def _select_changes(self, job: Job, state: RunState, upper: dict[str, dict[int, int]],
+                        fired: tuple[int, int] | None) -> list[Change]:
+        """The rows a SELECT's results grow by in this run (results.py)."""
+        assert job.select is not None
+        frame = self.bind(job, job.select, state, upper, fired=fired)
+        fields = [f for f in frame.schema.fields if f.name not in HIDDEN]
+        wired = frame.select(*[wire_column(f.name, f.dataType).alias(f"c{i}") for i, f in enumerate(fields)])
+        rows = [[decode_wire(row[i], f.dataType) for i, f in enumerate(fields)]
+                for row in wired.limit(MAX_RESULT_ROWS).collect()]
+        if isinstance(job.select, WindowedQuery):  # the windows fired in this run
+            return [(INSERT, row) for row in rows]
+        return changelog(current(self.store.results(job.name, 0, MAX_RESULT_CHANGES)), rows, job.result_key)
 
     def _upper(self, job: Job, state: RunState) -> dict[str, dict[int, int]]:
         """Offsets to read up to now: the end of each partition, capped by the bound."""
@@ -319,7 +413,9 @@ class Jobs:
             kind = spark_type_of(column.type)
             value = F.col(source[column.name.lower()]) if column.name.lower() in source else F.lit(None)
             columns.append(value.cast(kind).alias(column.name))
-        now = F.col(HIDDEN_ROWTIME) if incremental else F.current_timestamp()
+        # A stateless row keeps its input record's time, a window result its window_time (windows.py);
+        # any other stateful row gets the time it is written.
+        now = F.col(HIDDEN_ROWTIME) if incremental or HIDDEN_ROWTIME in hidden else F.current_timestamp()
         rowtime_column = sink.table.rowtime_column
         rowtime = F.coalesce(F.col(source[rowtime_column.lower()]).cast("timestamp"), now) \
             if rowtime_column and rowtime_column.lower() in source else now
@@ -393,3 +489,8 @@ def _before_rows(records: DataFrame, before: str) -> DataFrame:
     if before == "delete":
         return records.withColumn(OP, F.when(op == UPDATE_BEFORE, F.lit(DELETE)).otherwise(op).cast("tinyint"))
     return records
+
+
+def is_snapshot(properties: Mapping[str, str]) -> bool:
+    """'sql.snapshot.mode' = 'now': a snapshot query, bounded at what exists when it starts."""
+    return (properties.get(SNAPSHOT_MODE) or "").strip().lower() == "now"

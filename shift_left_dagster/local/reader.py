@@ -29,6 +29,7 @@ from shift_left_dagster.local.catalog import (
     TableDef,
     TableId,
 )
+from shift_left_dagster.local.event_time import MIN_WATERMARK
 from shift_left_dagster.local.jobs import Jobs
 from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.storage import TableLogs
@@ -123,7 +124,7 @@ class LocalData:
         is read from its beginning: the sink still holds what the earlier statement wrote.
         """
         job = self.jobs.compile(statement, parse_one_statement(sql, statement), properties)
-        sink = next((s for s in job.sinks if s.table.name == table), None)
+        index, sink = next(((i, s) for i, s in enumerate(job.sinks) if s.table.name == table), (0, None))
         if sink is None:
             raise LocalDataError(f"statement {statement} does not write table {table}")
         state = self.progress(statement)
@@ -144,7 +145,9 @@ class LocalData:
         # An incremental (stateless) query carries each input record's op and offset: the sink keeps,
         # like TableViews.state, the latest record per key (upsert) or the inserted records.
         incremental = sink.incremental
-        result = self.jobs.bind(job, sink.query, window, upper, incremental=incremental)
+        # A window aggregation holds the windows its watermark fired so far (windows.py).
+        fired = (MIN_WATERMARK, state.watermarks.get(str(index), MIN_WATERMARK))
+        result = self.jobs.bind(job, sink.query, window, upper, incremental=incremental, fired=fired)
         shaped = self.jobs.shape(result, sink, incremental=incremental)  # the engine's mapping onto the sink
         stored = [F.col(f"`{c.name}`") for c in sink.table.stored_columns]
         op = F.col(f"`{OP}`")

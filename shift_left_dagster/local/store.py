@@ -68,19 +68,23 @@ class Batch(BaseModel):
 
 
 class SourceProgress(BaseModel):
-    """Where a statement reads one source table: start, bound (None: unbounded) and next offsets."""
+    """Where a statement reads one source table: start, bound (None: unbounded) and next offsets,
+    and per partition the highest event time read (epoch ms; event_time.py)."""
 
     table_uid: str
     start: dict[int, int] = Field(default_factory=dict)
     bound: dict[int, int] | None = None
     next: dict[int, int] = Field(default_factory=dict)
+    max_time: dict[int, int] = Field(default_factory=dict)
 
 
 class RunState(BaseModel):
-    """A statement's persisted progress, keyed by source table name."""
+    """A statement's persisted progress, keyed by source table name; `watermarks` holds, per
+    windowed query (windows.py), the watermark its windows have fired up to (epoch ms)."""
 
     sources: dict[str, SourceProgress] = Field(default_factory=dict)
     runs: int = 0
+    watermarks: dict[str, int] = Field(default_factory=dict)
 
 
 class Store:
@@ -198,6 +202,13 @@ class Store:
             db.executemany("INSERT INTO results VALUES (?, ?, ?, ?)",
                            [(statement, i, op, json.dumps(row)) for i, (op, row) in enumerate(rows)])
 
+    @staticmethod
+    def _append_results(db: sqlite3.Connection, statement: str, rows: list[tuple[int, list[Any]]]) -> None:
+        first = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM results WHERE statement = ?",
+                           (statement,)).fetchone()[0]
+        db.executemany("INSERT INTO results VALUES (?, ?, ?, ?)",
+                       [(statement, first + i, op, json.dumps(row)) for i, (op, row) in enumerate(rows)])
+
     def results(self, statement: str, start: int, limit: int) -> list[tuple[int, list[Any]]]:
         rows = self._all("SELECT op, row FROM results WHERE statement = ? AND seq >= ? ORDER BY seq LIMIT ?",
                          statement, start, limit)
@@ -259,10 +270,14 @@ class Store:
         row = self._one("SELECT state FROM runs WHERE statement = ?", statement)
         return RunState.model_validate_json(row[0]) if row else None
 
-    def commit_run(self, statement: str, state: RunState, batches: list[Batch]) -> None:
-        """Register the batches a run wrote and the progress it made, all or nothing."""
+    def commit_run(self, statement: str, state: RunState, batches: list[Batch],
+                   results: list[tuple[int, list[Any]]] | None = None) -> None:
+        """Register the batches a run wrote (or the result rows a SELECT appended) and the progress
+        it made, all or nothing."""
         with self.transaction() as db:
             self._register(db, batches)
+            if results:
+                self._append_results(db, statement, results)
             db.execute("INSERT OR REPLACE INTO runs VALUES (?, ?)", (statement, state.model_dump_json()))
 
     def append_batches(self, batches: list[Batch]) -> None:

@@ -115,6 +115,18 @@ class TableViews:
                    .where(F.col(f"`{OP}`") != DELETE))
         return records.select(*self._visible(table), F.col(VALID_FROM), F.col(VALID_TO))
 
+    def highest_times(self, table: TableDef, column: str, ranges: Ranges) -> dict[int, int | None]:
+        """Per partition with records in the ranges, the highest value of a time column (epoch ms;
+        None when it is NULL on every record): what a run moves each partition's watermark to."""
+        if not any(end > start for start, end in ranges.values()):
+            return {}
+        declared = table.column(column)
+        name = declared.name if declared is not None else ROWTIME
+        visible = self.logs.read(table, ranges).select(F.col(f"`{PARTITION}`").alias("__sl_p"), *self._visible(table))
+        rows = (visible.select(F.col("__sl_p").alias("p"), F.col(f"`{name}`").cast("timestamp").alias("t"))
+                .groupBy("p").agg(F.max(F.unix_millis(F.col("t"))).alias("t")).collect())
+        return {int(row["p"]): (int(row["t"]) if row["t"] is not None else None) for row in rows}
+
     def first_offset_at(self, table: TableDef, millis: int) -> dict[int, int]:
         """Per partition, the first offset whose $rowtime is at or after `millis` (Kafka's offsetsForTimes)."""
         rows = (self.logs.read(table).where(F.col(f"`{ROWTIME}`") >= F.timestamp_millis(F.lit(millis)))

@@ -68,8 +68,8 @@ class Api:
         return rows
 
     def query(self, sql: str, properties: dict[str, str] | None = None) -> tuple[list[str], list[list[Any]]]:
-        """(column names, rows) of a statement that must complete."""
-        body = self.run(sql, properties)
+        """(column names, rows) of a statement that must complete (a SELECT runs as a snapshot query)."""
+        body = self.run(sql, {"sql.snapshot.mode": "now", **(properties or {})})
         assert body["status"]["phase"] == "COMPLETED", body["status"]
         columns = [c["name"] for c in body["status"]["traits"]["schema"]["columns"]]
         return columns, self.rows(body["name"])

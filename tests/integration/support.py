@@ -25,6 +25,7 @@ from shift_left_dagster.project.parsing import parse_statements, split_statement
 
 PROJECT = Path(__file__).resolve().parents[2] / "flink_project"
 _names = itertools.count()
+SNAPSHOT = {"sql.snapshot.mode": "now"}  # a SELECT that completes (without it a SELECT runs on)
 
 
 def client_for(url: str) -> ConfluentClient:
@@ -36,9 +37,10 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{next(_names)}"
 
 
-def run(client: ConfluentClient, name: str, sql: str, *phases: str, timeout: float = 120.0) -> Statement:
+def run(client: ConfluentClient, name: str, sql: str, *phases: str, timeout: float = 120.0,
+        properties: dict[str, str] | None = None) -> Statement:
     """Create a statement and wait until it reaches one of `phases` (default COMPLETED)."""
-    client.create_statement(name, sql)
+    client.create_statement(name, sql, properties=properties)
     return client.wait_for_phase(name, set(phases or ("COMPLETED",)), timeout=timeout)
 
 
@@ -50,9 +52,10 @@ def quiesce(url: str) -> dict[str, Any]:
 
 
 def select(client: ConfluentClient, sql: str) -> list[tuple]:
-    """Rows of a SELECT, as the results endpoint encodes them, sorted."""
+    """Rows of a snapshot query (a SELECT that completes), as the results endpoint encodes them, sorted."""
     name = unique("select")
-    run(client, name, sql)
+    client.create_statement(name, sql, properties=SNAPSHOT)
+    client.wait_for_phase(name, {"COMPLETED"}, timeout=120)
     rows = [tuple(_hashable(v) for v in r.row) for r in client.statement_results(name)]
     client.delete_statement(name)
     return sorted(rows, key=repr)

@@ -21,7 +21,7 @@ from shift_left_dagster.local.health import probe
 from shift_left_dagster.local.lifetime import group_members
 from shift_left_dagster.project.config import local_defaults
 from tests.integration.load import files_outside
-from tests.integration.support import client_for, run, unique
+from tests.integration.support import SNAPSHOT, client_for, run, unique
 
 pytestmark = pytest.mark.service
 
@@ -80,7 +80,8 @@ def test_b_starts_elsewhere_sees_only_its_statements_and_its_jvm_ends_with_it(lo
         # Spark at work (a table written, a join and aggregate read back), then: no scratch file outside B.
         run(b_client, "b-ddl", "CREATE TABLE b_rows (id INT, k STRING) DISTRIBUTED INTO 2 BUCKETS")
         run(b_client, "b-insert", "INSERT INTO b_rows VALUES " + ", ".join(f"({i}, 'k{i % 7}')" for i in range(500)))
-        run(b_client, "b-select", "SELECT r.k, COUNT(*) AS n FROM b_rows r JOIN b_rows s ON r.id = s.id GROUP BY r.k")
+        run(b_client, "b-select", "SELECT r.k, COUNT(*) AS n FROM b_rows r JOIN b_rows s ON r.id = s.id GROUP BY r.k",
+            properties=SNAPSHOT)
         assert len(b_client.statement_results("b-select")) == 7
         service = info["pid"]
         jvm = spark_jvm(service)

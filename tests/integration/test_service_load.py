@@ -24,7 +24,7 @@ from tests.integration.load import (
     list_run,
     read_results,
 )
-from tests.integration.support import client_for, run, unique
+from tests.integration.support import SNAPSHOT, client_for, run, unique
 
 pytestmark = pytest.mark.service
 AUTH = (LOCAL_API_KEY, LOCAL_API_SECRET)
@@ -70,7 +70,7 @@ def test_50_concurrent_readers_read_the_same_complete_results(local_service) -> 
     run(client, unique("load-insert"), f"INSERT INTO {table} VALUES " +
         ", ".join(f"({i}, 'v{i}')" for i in range(2500)))
     name = unique("load-select")
-    run(client, name, f"SELECT id, v FROM {table}")
+    run(client, name, f"SELECT id, v FROM {table}", properties=SNAPSHOT)
 
     timings, results = read_results(client, name, readers=50)
     assert timings.wall < 120, timings.describe("readers")

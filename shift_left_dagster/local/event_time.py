@@ -1,0 +1,161 @@
+"""Event time: the watermark of each source table and of the operators reading them.
+
+What Flink does, and the local choices where Confluent Cloud's behaviour depends on wall-clock
+time or on more data than a local run has:
+
+- The time attribute is the column of the table's WATERMARK FOR clause; without one it is
+  `$rowtime`, the Kafka record timestamp.
+- A declared `WATERMARK FOR c AS c - INTERVAL ...` (or `AS c`) gives the watermark as the highest
+  `c` read minus that delay (Flink's bounded out-of-orderness, evaluated per record).
+- The default watermark. Confluent Cloud puts `SOURCE_WATERMARK()` on `$rowtime`: a bound it
+  learns from a histogram of the observed out-of-orderness, at least 250 records per partition,
+  at most 7 days ("Move SQL Statements to Production", docs.confluent.io: "Validate your
+  watermark strategy"). That bound can not be reproduced on a few test records, so locally the
+  default is `$rowtime - INTERVAL '0.001' SECOND`, Flink's strategy for ascending timestamps: a
+  window closes at the first record at or after its end, and a record older than one already read
+  in an earlier run is late for a window emitted since. Deterministic, and the tightest bound.
+- Per partition the watermark is its highest event time minus the delay; a source's watermark is
+  the minimum over its partitions (Flink's per-split watermarks, merged as on a shuffle), and an
+  operator's the minimum over its inputs. None ever decreases.
+- Idle partitions. Confluent Cloud detects idleness by default (15 s growing to 5 min): a
+  partition without records for that long stops holding the watermark back. Locally a partition
+  without new records in a run is idle for that run (the timeout taken as elapsed between runs,
+  so results never depend on the wall clock); a source without new records is idle for its
+  readers. 'sql.tables.scan.idle-timeout' = '0' disables this, as on Confluent Cloud: then every
+  partition counts, and one that never had a record holds the watermark back for good.
+- Flink emits watermarks periodically (pipeline.auto-watermark-interval, 200 ms); locally once per
+  run, after the run's records: records read in one run are never late with respect to each other.
+- End of input: a bounded source read to its bound emits the maximum watermark, as Flink's sources
+  do when they finish, so every window still open fires. A snapshot query ('sql.snapshot.mode' =
+  'now') is bounded, hence sees every window, as Flink's batch mode; it also takes any TIMESTAMP
+  column as a window's time, where a streaming statement needs the time attribute.
+- Record times written: a window result gets window_end - 1 ms (Flink's window_time, windows.py), a
+  stateless row its input record's time, any other stateful row the time it is written (jobs.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from shift_left_dagster.local.catalog import ROWTIME, TableDef
+from shift_left_dagster.local.store import SourceProgress
+from shift_left_dagster.project.dialect import TableArgument
+from shift_left_dagster.project.parsing import FLINK
+from shift_left_dagster.translation.spark import WINDOW_TVFS
+
+MIN_WATERMARK, MAX_WATERMARK = -(2**62), 2**62  # epoch milliseconds: before and after any event
+DEFAULT_DELAY_MS = 1
+IDLE_TIMEOUT = "sql.tables.scan.idle-timeout"
+_UNIT_MS = {"MILLISECOND": Decimal(1), "SECOND": Decimal(1000), "MINUTE": Decimal(60_000),
+            "HOUR": Decimal(3_600_000), "DAY": Decimal(86_400_000)}
+
+
+class WatermarkError(ValueError):
+    """A watermark or time attribute the local service can not use, in Flink's words."""
+
+
+@dataclass(frozen=True)
+class WatermarkSpec:
+    column: str  # the time attribute
+    delay_ms: int
+
+
+def watermark_spec(table: TableDef) -> WatermarkSpec:
+    """The table's time attribute and watermark delay (declared, else the local default on $rowtime)."""
+    if table.watermark_column is None:
+        return WatermarkSpec(ROWTIME, DEFAULT_DELAY_MS)
+    return WatermarkSpec(table.watermark_column, _delay_ms(table.watermark_expression, table.watermark_column))
+
+
+def _delay_ms(expression: str | None, column: str) -> int:
+    if expression is None:
+        return 0
+    try:
+        tree = sqlglot.parse_one(expression, dialect=FLINK)
+    except ParseError:
+        tree = None
+    if isinstance(tree, exp.Anonymous) and tree.name.upper() == "SOURCE_WATERMARK":
+        return DEFAULT_DELAY_MS
+    if isinstance(tree, exp.Column) and tree.name.lower() == column.lower():
+        return 0
+    if isinstance(tree, exp.Sub) and isinstance(tree.this, exp.Column) and tree.this.name.lower() == column.lower():
+        delay = _interval_ms(tree.expression)
+        if delay is not None:
+            return delay
+    raise WatermarkError(f"WATERMARK FOR {column} AS {expression} is not supported by the local service; "
+                         f"write `{column}` or `{column} - INTERVAL 'n' SECOND|MINUTE|HOUR|DAY`")
+
+
+def _interval_ms(node: exp.Expression) -> int | None:
+    if not isinstance(node, exp.Interval) or node.this is None or node.unit is None:
+        return None
+    unit = node.unit.name.upper() if isinstance(node.unit, exp.Var) else node.unit.key.upper()
+    scale = _UNIT_MS.get(unit.rstrip("S"))
+    try:
+        amount = Decimal(node.this.name.strip())
+    except InvalidOperation:
+        return None
+    return int(amount * scale) if scale is not None and amount >= 0 else None
+
+
+def idleness(properties: Mapping[str, str]) -> bool:
+    """Whether idle partitions are left out ('sql.tables.scan.idle-timeout' = 0 disables it)."""
+    value = (properties.get(IDLE_TIMEOUT) or "").strip().lower()
+    return re.fullmatch(r"0+(\.0*)?\s*[a-z]*", value) is None
+
+
+def source_watermark(progress: SourceProgress, fresh: Mapping[int, int | None], spec: WatermarkSpec,
+                     partitions: int, *, idle_partitions: bool, ended: bool) -> int | None:
+    """A source's watermark after a run that read `fresh` (per partition with new records, its highest
+    event time, None when all were NULL); None when the source is idle. Updates the progress's maxima."""
+    for partition, highest in fresh.items():
+        if highest is not None:
+            progress.max_time[partition] = max(progress.max_time.get(partition, highest), highest)
+    if ended:
+        return MAX_WATERMARK
+    active = sorted(fresh) if idle_partitions else list(range(partitions))
+    if not active:
+        return None
+    seen = [progress.max_time.get(p) for p in active]
+    if any(t is None for t in seen):
+        return MIN_WATERMARK  # a partition without any event time yet holds it back
+    return min(t for t in seen if t is not None) - spec.delay_ms
+
+
+def combine(previous: int | None, inputs: Iterable[int | None]) -> int | None:
+    """An operator's watermark: the minimum over its inputs that are not idle, never decreasing."""
+    active = [w for w in inputs if w is not None]
+    if not active:
+        return previous
+    current = min(active)
+    return current if previous is None else max(previous, current)
+
+
+def check_time_attributes(query: exp.Expression, table_of: Callable[[exp.Table], TableDef | None]) -> None:
+    """In a streaming statement a window TVF's DESCRIPTOR must name the table's time attribute."""
+    ctes = {cte.alias_or_name for cte in query.find_all(exp.CTE)}
+    for call in query.find_all(exp.Anonymous):
+        args = call.expressions
+        if call.name.upper() not in WINDOW_TVFS or len(args) < 2 or not isinstance(args[0], TableArgument):
+            continue
+        source, descriptor = args[0].this, args[1]
+        if not isinstance(source, exp.Table) or (not source.db and source.name in ctes):
+            continue  # a derived relation: its time attribute comes from its own sources
+        table = table_of(source)
+        if table is None or not isinstance(descriptor, exp.Anonymous) or not descriptor.expressions:
+            continue
+        column = descriptor.expressions[0].name
+        if column.lower() == watermark_spec(table).column.lower():
+            continue
+        declared = table.column(column)
+        kind = declared.type if declared is not None else "TIMESTAMP_LTZ(3)" if column == ROWTIME else "?"
+        raise WatermarkError(f"The window function requires the timecol is a time attribute type, but is {kind}. "
+                             f"The time attribute of '{table.name}' is "
+                             f"'{watermark_spec(table).column}' (its WATERMARK FOR column, else $rowtime).")

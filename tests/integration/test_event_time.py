@@ -1,0 +1,230 @@
+"""Event time as Flink has it: window TVF aggregations emit a window once, when the watermark
+passes its end, as insert-only rows stamped window_end - 1 ms; records arriving for a window
+already emitted are dropped.
+
+The watermark is the declared WATERMARK (else the default on $rowtime, 1 ms of out-of-orderness),
+per partition the highest event time read minus the delay, and across partitions the minimum
+(a partition without new records is idle and left out, unless idleness is disabled).
+Each test quiesces between inserts so that each insert is one run of the window statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.confluent.errors import StatementFailed
+from shift_left_dagster.local.catalog import ColumnDef, TableDef, TableId
+from shift_left_dagster.local.event_time import IDLE_TIMEOUT, WatermarkError, WatermarkSpec, idleness, watermark_spec
+from tests.integration.support import client_for, quiesce, run, select, unique
+
+pytestmark = pytest.mark.service
+
+DAY = "2026-03-01"
+Insert = Callable[..., None]
+
+
+@pytest.fixture(scope="module")
+def client(local_service) -> ConfluentClient:  # type: ignore[no-untyped-def]
+    return client_for(local_service.url)
+
+
+@pytest.fixture
+def insert(local_service, client: ConfluentClient) -> Insert:  # type: ignore[no-untyped-def]
+    """INSERT rows into a table, then let every running statement process them (one run each)."""
+
+    def insert_rows(table: str, *rows: str) -> None:
+        run(client, unique("et-insert"), f"INSERT INTO {table} VALUES {', '.join(rows)}")
+        assert quiesce(local_service.url)["quiet"]
+
+    return insert_rows
+
+
+def at(clock: str) -> str:
+    return f"TIMESTAMP '{DAY} {clock}'"
+
+
+def hourly(client: ConfluentClient, source: str, sink: str, window: str = "TUMBLE", sizes: str = "INTERVAL '1' HOUR",
+           time: str = "$rowtime", properties: dict[str, str] | None = None) -> str:
+    """A running window aggregation counting `source` rows per window into `sink`; its statement name."""
+    run(client, unique("et-ddl"), f"CREATE TABLE {sink} (window_start TIMESTAMP(3), window_end TIMESTAMP(3), "
+                                  f"n BIGINT) DISTRIBUTED INTO 1 BUCKETS")
+    name = unique("et-window")
+    client.create_statement(name, f"INSERT INTO {sink} SELECT window_start, window_end, COUNT(*) FROM TABLE("
+                                  f"{window}(TABLE {source}, DESCRIPTOR({time}), {sizes})) "
+                                  f"GROUP BY window_start, window_end", properties=properties)
+    client.wait_for_phase(name, {"RUNNING"}, timeout=120)
+    return name
+
+
+def windows(client: ConfluentClient, sink: str) -> list[tuple[str, str, str]]:
+    """(start, end, count) of the emitted windows, clock times only."""
+    return [(s[11:16], e[11:16], n) for s, e, n in select(client, f"SELECT * FROM {sink}")]
+
+
+def test_tumble_emits_a_window_once_the_watermark_passes_its_end(client: ConfluentClient, insert: Insert) -> None:
+    run(client, unique("et-ddl"), "CREATE TABLE et_clicks (u STRING, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp') "
+                                  "DISTRIBUTED INTO 1 BUCKETS")
+    hourly(client, "et_clicks", "et_clicks_hourly")
+    insert("et_clicks", f"('a', {at('10:05:00')})", f"('b', {at('10:40:00')})")
+    assert windows(client, "et_clicks_hourly") == []  # [10:00, 11:00) is still open
+    insert("et_clicks", f"('c', {at('10:59:59.998')})")
+    assert windows(client, "et_clicks_hourly") == []  # watermark 10:59:59.997: not yet
+    insert("et_clicks", f"('d', {at('11:00:00')})")  # watermark 10:59:59.999 = window_end - 1 ms: it fires
+    assert windows(client, "et_clicks_hourly") == [("10:00", "11:00", "3")]
+    insert("et_clicks", f"('late', {at('10:50:00')})", f"('e', {at('11:20:00')})")  # late: its window was emitted
+    assert windows(client, "et_clicks_hourly") == [("10:00", "11:00", "3")]
+    insert("et_clicks", f"('f', {at('12:00:00')})")
+    assert windows(client, "et_clicks_hourly") == [("10:00", "11:00", "3"), ("11:00", "12:00", "2")]
+    stamped = select(client, "SELECT window_end, $rowtime FROM et_clicks_hourly")
+    assert [(end[11:], rowtime[11:]) for end, rowtime in stamped] == [
+        ("11:00:00.000", "10:59:59.999"), ("12:00:00.000", "11:59:59.999")]
+
+
+def test_window_results_are_insert_only(client: ConfluentClient, insert: Insert) -> None:
+    run(client, unique("et-ddl"), "CREATE TABLE et_taps (u STRING, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp') "
+                                  "DISTRIBUTED INTO 1 BUCKETS")
+    hourly(client, "et_taps", "et_taps_hourly")
+    changes = unique("et-changes")  # a continuous query over the sink: its changelog, op by op
+    client.create_statement(changes, "SELECT window_end, n FROM et_taps_hourly")
+    client.wait_for_phase(changes, {"RUNNING"}, timeout=60)
+    insert("et_taps", f"('a', {at('10:05:00')})")
+    insert("et_taps", f"('b', {at('10:10:00')})", f"('c', {at('11:10:00')})")
+    insert("et_taps", f"('d', {at('11:20:00')})", f"('e', {at('12:10:00')})")
+    rows = client.statement_results(changes)
+    assert [(row.op, row.row[0][11:16], row.row[1]) for row in rows] == [(0, "11:00", "2"), (0, "12:00", "2")]
+    client.delete_statement(changes)
+
+
+def test_declared_watermark_delays_the_window(client: ConfluentClient, insert: Insert) -> None:
+    run(client, unique("et-ddl"), "CREATE TABLE et_reads (sensor STRING, ts TIMESTAMP(3), "
+                                  "WATERMARK FOR ts AS ts - INTERVAL '5' MINUTE) DISTRIBUTED INTO 1 BUCKETS")
+    hourly(client, "et_reads", "et_reads_10m", sizes="INTERVAL '10' MINUTES", time="ts")
+    insert("et_reads", f"('s', {at('10:01:00')})", f"('s', {at('10:12:00')})")
+    assert windows(client, "et_reads_10m") == []  # watermark 10:07
+    insert("et_reads", f"('s', {at('10:14:59.998')})")
+    assert windows(client, "et_reads_10m") == []  # watermark 10:09:59.998
+    insert("et_reads", f"('s', {at('10:14:59.999')})")  # watermark 10:09:59.999 = window_end - 1 ms: it fires
+    assert windows(client, "et_reads_10m") == [("10:00", "10:10", "1")]
+    insert("et_reads", f"('s', {at('10:08:00')})")  # within the delay of the highest time, but its window fired
+    assert windows(client, "et_reads_10m") == [("10:00", "10:10", "1")]
+
+
+def test_a_window_over_a_column_that_is_no_time_attribute_fails(client: ConfluentClient) -> None:
+    run(client, unique("et-ddl"), "CREATE TABLE et_plain (ts TIMESTAMP(3)) DISTRIBUTED INTO 1 BUCKETS")
+    run(client, unique("et-ddl"), "CREATE TABLE et_plain_counts (window_start TIMESTAMP(3), n BIGINT)")
+    name = unique("et-window")
+    client.create_statement(name, "INSERT INTO et_plain_counts SELECT window_start, COUNT(*) FROM TABLE(TUMBLE("
+                                  "TABLE et_plain, DESCRIPTOR(ts), INTERVAL '1' HOUR)) "
+                                  "GROUP BY window_start, window_end")
+    with pytest.raises(StatementFailed, match="time attribute"):
+        client.wait_for_phase(name, {"RUNNING"}, timeout=60)
+    # a snapshot query runs in batch mode: any TIMESTAMP column windows
+    assert select(client, "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE et_plain, DESCRIPTOR(ts), "
+                          "INTERVAL '1' HOUR)) GROUP BY window_start, window_end") == []
+
+
+@pytest.fixture(scope="module")
+def two_keys(client: ConfluentClient) -> tuple[str, str]:
+    """Two keys DISTRIBUTED BY HASH(k) INTO 2 BUCKETS puts in different partitions (0, then 1)."""
+    run(client, unique("et-ddl"), "CREATE TABLE et_probe (k STRING, p INT METADATA FROM 'partition' VIRTUAL) "
+                                  "DISTRIBUTED BY HASH(k) INTO 2 BUCKETS")
+    run(client, unique("et-insert"), "INSERT INTO et_probe VALUES " + ", ".join(f"('{k}')" for k in "abcdefgh"))
+    where = {p: k for k, p in select(client, "SELECT k, p FROM et_probe")}
+    return where["0"], where["1"]
+
+
+def test_the_watermark_is_the_minimum_across_partitions(client: ConfluentClient, insert: Insert,
+                                                        two_keys: tuple[str, str]) -> None:
+    first, second = two_keys
+    run(client, unique("et-ddl"), "CREATE TABLE et_moves (k STRING, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp') "
+                                  "DISTRIBUTED BY HASH(k) INTO 2 BUCKETS")
+    hourly(client, "et_moves", "et_moves_hourly")
+    insert("et_moves", f"('{first}', {at('10:30:00')})", f"('{second}', {at('12:10:00')})")
+    assert windows(client, "et_moves_hourly") == []  # min(10:30, 12:10) - 1 ms: [10:00, 11:00) is open
+    insert("et_moves", f"('{first}', {at('11:05:00')})")  # the other partition is idle: left out
+    assert windows(client, "et_moves_hourly") == [("10:00", "11:00", "1")]
+    insert("et_moves", f"('{first}', {at('13:00:00')})", f"('{second}', {at('12:20:00')})")
+    assert windows(client, "et_moves_hourly") == [("10:00", "11:00", "1"), ("11:00", "12:00", "1")]
+
+
+def test_without_idleness_an_empty_partition_holds_the_watermark(client: ConfluentClient, insert: Insert,
+                                                                  two_keys: tuple[str, str]) -> None:
+    first, _second = two_keys
+    run(client, unique("et-ddl"), "CREATE TABLE et_quiet (k STRING, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp') "
+                                  "DISTRIBUTED BY HASH(k) INTO 2 BUCKETS")
+    hourly(client, "et_quiet", "et_quiet_idle")
+    hourly(client, "et_quiet", "et_quiet_strict", properties={"sql.tables.scan.idle-timeout": "0"})
+    insert("et_quiet", f"('{first}', {at('10:05:00')})", f"('{first}', {at('11:30:00')})")
+    assert windows(client, "et_quiet_idle") == [("10:00", "11:00", "1")]
+    assert windows(client, "et_quiet_strict") == []  # the other partition never had a record
+
+
+def test_hop_and_cumulate_emit_each_window_at_its_end(client: ConfluentClient, insert: Insert) -> None:
+    run(client, unique("et-ddl"), "CREATE TABLE et_hits_src (u STRING, ts TIMESTAMP_LTZ(3) METADATA FROM "
+                                  "'timestamp') DISTRIBUTED INTO 1 BUCKETS")
+    hourly(client, "et_hits_src", "et_hits_hop", window="HOP", sizes="INTERVAL '15' MINUTES, INTERVAL '30' MINUTES")
+    hourly(client, "et_hits_src", "et_hits_cumulate", window="CUMULATE",
+           sizes="INTERVAL '20' MINUTES, INTERVAL '1' HOUR")
+    insert("et_hits_src", f"('a', {at('10:05:00')})", f"('b', {at('10:20:00')})")
+    assert windows(client, "et_hits_hop") == [("09:45", "10:15", "1")]
+    assert windows(client, "et_hits_cumulate") == [("10:00", "10:20", "1")]
+    insert("et_hits_src", f"('c', {at('10:45:00')})")
+    assert windows(client, "et_hits_hop") == [("09:45", "10:15", "1"), ("10:00", "10:30", "2"),
+                                              ("10:15", "10:45", "1")]
+    assert windows(client, "et_hits_cumulate") == [("10:00", "10:20", "1"), ("10:00", "10:40", "2")]
+
+
+def test_a_bounded_statement_emits_every_window_when_its_input_ends(client: ConfluentClient,
+                                                                     insert: Insert) -> None:
+    run(client, unique("et-ddl"), "CREATE TABLE et_batch (u STRING, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp') "
+                                  "DISTRIBUTED INTO 1 BUCKETS")
+    insert("et_batch", f"('a', {at('10:05:00')})", f"('b', {at('11:40:00')})")
+    run(client, unique("et-ddl"), "CREATE TABLE et_batch_hourly (window_start TIMESTAMP(3), "
+                                  "window_end TIMESTAMP(3), n BIGINT) DISTRIBUTED INTO 1 BUCKETS")
+    name = unique("et-window")
+    client.create_statement(name, "INSERT INTO et_batch_hourly SELECT window_start, window_end, COUNT(*) "
+                                  "FROM TABLE(TUMBLE(TABLE et_batch, DESCRIPTOR($rowtime), INTERVAL '1' HOUR)) "
+                                  "GROUP BY window_start, window_end",
+                            properties={"sql.tables.scan.bounded.mode": "latest-offset"})
+    client.wait_for_phase(name, {"COMPLETED"}, timeout=120)  # the end of its input: the watermark's maximum
+    assert windows(client, "et_batch_hourly") == [("10:00", "11:00", "1"), ("11:00", "12:00", "1")]
+
+
+def test_a_snapshot_query_sees_every_window(client: ConfluentClient, insert: Insert) -> None:
+    run(client, unique("et-ddl"), "CREATE TABLE et_now (u STRING, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp') "
+                                  "DISTRIBUTED INTO 1 BUCKETS")
+    insert("et_now", f"('a', {at('10:05:00')})")
+    assert select(client, "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE et_now, DESCRIPTOR($rowtime), "
+                          "INTERVAL '1' HOUR)) GROUP BY window_start, window_end") == [(f"{DAY} 10:00:00.000", "1")]
+
+
+@pytest.mark.parametrize(("watermark", "delay_ms"), [
+    (None, 1),  # the local default on $rowtime
+    ("ts", 0),
+    ("ts - INTERVAL '5' SECOND", 5000),
+    ("`ts` - INTERVAL '0.001' SECOND", 1),
+    ("ts - INTERVAL '2' MINUTE", 120_000),
+    ("SOURCE_WATERMARK()", 1),
+])
+def test_watermark_delays(watermark: str | None, delay_ms: int) -> None:
+    table = TableDef(uid="u", id=TableId(catalog="c", database="d", name="t"),
+                     columns=[ColumnDef(name="ts", type="TIMESTAMP(3)")],
+                     watermark_column="ts" if watermark else None, watermark_expression=watermark)
+    assert watermark_spec(table) == WatermarkSpec("ts" if watermark else "$rowtime", delay_ms)
+
+
+def test_an_unsupported_watermark_expression_is_refused() -> None:
+    table = TableDef(uid="u", id=TableId(catalog="c", database="d", name="t"),
+                     columns=[ColumnDef(name="ts", type="TIMESTAMP(3)")], watermark_column="ts",
+                     watermark_expression="CASE WHEN ts IS NULL THEN ts END")
+    with pytest.raises(WatermarkError, match="not supported by the local service"):
+        watermark_spec(table)
+
+
+@pytest.mark.parametrize(("value", "on"), [(None, True), ("15 s", True), ("0", False), ("0 ms", False),
+                                           ("0s", False)])
+def test_idleness_is_disabled_by_a_zero_timeout(value: str | None, on: bool) -> None:
+    assert idleness({IDLE_TIMEOUT: value} if value is not None else {}) is on
