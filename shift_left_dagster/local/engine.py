@@ -23,7 +23,7 @@ from shift_left_dagster.local.ddl import SQL_KINDS, Ddl
 from shift_left_dagster.local.errors import flink_detail
 from shift_left_dagster.local.event_time import WatermarkError
 from shift_left_dagster.local.introspection import Introspection
-from shift_left_dagster.local.jobs import Job, JobError, Jobs
+from shift_left_dagster.local.jobs import Job, JobError, Jobs, is_snapshot
 from shift_left_dagster.local.limits import shorten
 from shift_left_dagster.local.offsets import ScanError, format_offsets
 from shift_left_dagster.local.spark import get_spark
@@ -62,6 +62,7 @@ class Engine:
         self._waiters_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._jobs: dict[str, Job] = {}  # compiled jobs of RUNNING statements
+        self._at_once: dict[str, bool] = {}  # statement -> completes when it starts (see _control)
         self.startup_error: str | None = None
 
     # --- control (any thread) -------------------------------------------------------------
@@ -145,21 +146,45 @@ class Engine:
         return {"rounds": rounds, "quiet": False}
 
     def _step(self) -> bool:
-        """Handle every pending transition, then advance every RUNNING statement once."""
+        """One round, fair to interactive work: control work first (deletes, stops, and statements that
+        finish at once: DDL, snapshot SELECT, SHOW/DESCRIBE/EXPLAIN), then each continuous statement's
+        start or tick in turn, the control work re-checked between two of them. So a DDL or a snapshot
+        SELECT waits for one tick at most, never for a round over every running statement."""
+        changed = self._control()
+        for name in self.store.names_in_phase(PENDING, RUNNING):
+            changed = self._control() or changed
+            body = self.store.statement(name)
+            phase = (body or {}).get("status", {}).get("phase")
+            if phase == PENDING:
+                self._start(name)
+                changed = True
+            elif phase == RUNNING:
+                changed = self._guarded(name, self._advance) or changed
+        return changed
+
+    def _control(self) -> bool:
         changed = False
         for name in self.store.names_in_phase(DELETING):
             self._jobs.pop(name, None)
+            self._at_once.pop(name, None)
             self.store.delete_statement(name)
             changed = True
         for name in self.store.names_in_phase(STOPPING):
             self._finish_stop(name)
             changed = True
         for name in self.store.names_in_phase(PENDING):
-            self._start(name)
-            changed = True
-        for name in self.store.names_in_phase(RUNNING):
-            changed = self._guarded(name, self._advance) or changed
+            if self._finishes_at_once(name):
+                self._start(name)
+                changed = True
         return changed
+
+    def _finishes_at_once(self, name: str) -> bool:
+        """A statement that completes when it starts (no continuous job): decided once per statement."""
+        if name not in self._at_once:
+            body = self.store.statement(name) or {}
+            spec = body.get("spec") or {}
+            self._at_once[name] = finishes_at_once(spec.get("statement") or "", spec.get("properties") or {})
+        return self._at_once[name]
 
     def _guarded(self, name: str, action: Callable[[str], bool]) -> bool:
         try:
@@ -295,6 +320,27 @@ def _traits(sql_kind: str, *, bounded: bool = True, append_only: bool = True,
             schema: dict[str, Any] | None = None, upsert_columns: list[int] | None = None) -> dict[str, Any]:
     return {"sql_kind": sql_kind, "is_bounded": bounded, "is_append_only": append_only,
             "upsert_columns": upsert_columns, "schema": schema or {}}
+
+
+_AT_ONCE_KEYWORDS = ("SHOW", "DESCRIBE", "DESC", "EXPLAIN", "DROP", "ALTER", "USE", "SET", "RESET")
+
+
+def finishes_at_once(sql: str, properties: dict[str, str]) -> bool:
+    """DDL (not CREATE ... AS), introspection, and snapshot queries complete when they start; INSERT, CTAS
+    and continuous SELECT run as jobs. Unparsable text counts as at once: it fails when it starts."""
+    words = sql.lstrip().split(None, 1)
+    first = words[0].upper() if words else ""
+    if first in _AT_ONCE_KEYWORDS:
+        return True
+    if first == "CREATE":
+        try:
+            statements = parse_statements(sql, "<statement>")
+        except (FlinkSqlError, ValueError):
+            return True
+        return not any(isinstance(s.tree, exp.Create) and s.tree.expression is not None for s in statements)
+    if first in ("SELECT", "WITH", "VALUES", "(", "TABLE"):
+        return is_snapshot(properties) or "INFORMATION_SCHEMA" in sql.upper()
+    return False
 
 
 def spark_detail(error: PySparkException, sql: str) -> str:

@@ -1,0 +1,58 @@
+"""A DDL or a snapshot SELECT never waits behind continuous statements: with a queue of continuous
+statements still to start, they overtake it (issue: a SELECT waited 120 s behind 240 statements)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from shift_left_dagster.local.engine import finishes_at_once
+from shift_left_dagster.local.process import InProcessService
+from tests.integration.support import SNAPSHOT, client_for, run
+
+QUEUED = 40
+
+
+@pytest.fixture(scope="module")
+def service(spark, tmp_path_factory) -> Iterator[InProcessService]:  # type: ignore[no-untyped-def]
+    with InProcessService(tmp_path_factory.mktemp("fair"), spark_factory=lambda: spark) as running:
+        yield running
+
+
+@pytest.mark.service
+def test_ddl_and_snapshot_select_overtake_a_queue_of_continuous_statements(service: InProcessService) -> None:
+    client = client_for(service.url)
+    run(client, "src-ddl", "CREATE TABLE src (id INT, v STRING)")
+    run(client, "src-rows", "INSERT INTO src VALUES (1, 'a'), (2, 'b')")
+    for i in range(QUEUED):
+        run(client, f"sink-ddl-{i}", f"CREATE TABLE sink_{i} (id INT, v STRING)")
+    for i in range(QUEUED):  # queued: each starts a continuous job, one after the other
+        client.create_statement(f"copy-{i}", f"INSERT INTO sink_{i} SELECT id, v FROM src")
+    started = time.monotonic()
+    client.create_statement("late-ddl", "CREATE TABLE late (id INT)")
+    client.create_statement("late-select", "SELECT id, v FROM src", properties=SNAPSHOT)
+    client.wait_for_phase("late-select", {"COMPLETED"}, timeout=120)
+    latency = time.monotonic() - started
+    assert client.get_statement("late-ddl").phase == "COMPLETED"
+    still_pending = [s.name for s in client.list_statements() if s.name.startswith("copy-") and s.phase == "PENDING"]
+    assert still_pending, f"the SELECT ({latency:.1f} s) waited for all {QUEUED} continuous starts"
+    assert sorted(tuple(r.row) for r in client.statement_results("late-select")) == [("1", "a"), ("2", "b")]  # the results API encodes values as text
+    for i in range(QUEUED):
+        client.wait_for_phase(f"copy-{i}", {"RUNNING"}, timeout=300)
+
+
+@pytest.mark.parametrize(("sql", "properties", "at_once"), [
+    ("CREATE TABLE t (a INT)", {}, True),
+    ("CREATE TABLE t AS SELECT 1 AS a", {}, False),
+    ("DROP TABLE t", {}, True),
+    ("SHOW TABLES", {}, True),
+    ("EXPLAIN SELECT 1", {}, True),
+    ("SELECT * FROM t", {}, False),
+    ("SELECT * FROM t", SNAPSHOT, True),
+    ("SELECT * FROM INFORMATION_SCHEMA.`TABLES`", {}, True),
+    ("INSERT INTO t VALUES (1)", {}, False),
+])
+def test_what_finishes_at_once(sql: str, properties: dict[str, str], at_once: bool) -> None:
+    assert finishes_at_once(sql, properties) is at_once
