@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from sqlglot import exp
 
@@ -95,12 +96,46 @@ def _element(args: list[exp.Expression]) -> exp.Expression:
 
 
 def _json_string(args: list[exp.Expression]) -> exp.Expression:
-    return _parse("regexp_extract(to_json(named_struct('v', {v})), '^\\\\{{\"v\":(.*)\\\\}}$', 1)", v=args[0])
+    """JSON_STRING(v): v as JSON text; NULL stays NULL (a JSON `null` is never written)."""
+    return _parse("CASE WHEN {v} IS NULL THEN NULL "
+                  "ELSE regexp_extract(to_json(named_struct('v', {v})), '^\\\\{{\"v\":(.*)\\\\}}$', 1) END", v=args[0])
 
 
 def _json_array(args: list[exp.Expression]) -> exp.Expression:
-    return _parse("to_json(filter(array({v}), x -> x IS NOT NULL))", v=args[0]) if len(args) == 1 else \
-        _call("to_json", _call("filter", _call("array", *args), _parse("x -> x IS NOT NULL")))
+    """JSON_ARRAY(v, ...): Flink's default is ABSENT ON NULL (NULL elements left out); no argument is []."""
+    if not args:
+        return _string("[]")
+    texts = {f"a{i}": _json_string([arg]) for i, arg in enumerate(args)}  # each element's JSON: types may mix
+    elements = ", ".join(f"{{{name}}}" for name in texts)
+    return _parse(f"concat('[', array_join(filter(array({elements}), x -> x IS NOT NULL), ','), ']')", **texts)
+
+
+def _collect(args: list[exp.Expression]) -> exp.Expression:
+    """COLLECT(v): the MULTISET of the non-NULL values, held as MAP<value, count> (values.py)."""
+    return _parse("map_from_entries(transform(array_distinct(collect_list({v})), "
+                  "e -> struct(e, size(filter(collect_list({v}), x -> x = e)))))", v=args[0])
+
+
+def _two_arguments(name: str, args: list[exp.Expression]) -> None:
+    if len(args) != 2:
+        raise UnknownFunction(name, f"{name} with other than (value, path) arguments")
+
+
+def _json_scalar(args: list[exp.Expression]) -> exp.Expression:
+    """JSON_VALUE(s, path): the scalar at path, NULL where it is an object or an array (Spark's
+    get_json_object returns those as JSON text). The value is computed once (a one-element lambda)."""
+    _two_arguments("JSON_VALUE", args)
+    return _parse("try_element_at(transform(array(get_json_object({s}, {p})), __sl_j -> "
+                  "IF(json_array_length(__sl_j) IS NULL AND json_object_keys(__sl_j) IS NULL, __sl_j, NULL)), 1)",
+                  s=args[0], p=args[1])
+
+
+def _json_query(args: list[exp.Expression]) -> exp.Expression:
+    """JSON_QUERY(s, path): the object or array at path (compact JSON), NULL where it is a scalar."""
+    _two_arguments("JSON_QUERY", args)
+    return _parse("try_element_at(transform(array(get_json_object({s}, {p})), __sl_j -> "
+                  "IF(json_array_length(__sl_j) IS NULL AND json_object_keys(__sl_j) IS NULL, NULL, __sl_j)), 1)",
+                  s=args[0], p=args[1])
 
 
 def _convert_tz(args: list[exp.Expression]) -> exp.Expression:
@@ -190,8 +225,8 @@ FUNCTIONS: dict[str, Fn] = {
     "MAP_VALUES": SAME, "MAP_ENTRIES": SAME, "MAP_FROM_ARRAYS": SAME, "MAP_UNION": Fn(build=_map_union),
     # JSON
     "JSON_EXISTS": Fn(build=lambda a: exp.Not(this=exp.Is(this=_call("get_json_object", *a), expression=exp.Null()))),
-    "JSON_STRING": Fn(build=_json_string), "JSON_VALUE": Fn(spark="get_json_object"),
-    "JSON_QUERY": Fn(spark="get_json_object"), "JSON_OBJECT": NATIVE, "JSON_OBJECTAGG": NATIVE,
+    "JSON_STRING": Fn(build=_json_string), "JSON_VALUE": Fn(build=_json_scalar),
+    "JSON_QUERY": Fn(build=_json_query), "JSON_OBJECT": NATIVE, "JSON_OBJECTAGG": NATIVE,
     "JSON_ARRAY": Fn(build=_json_array),
     "JSON_ARRAYAGG": Fn(build=lambda a: _call("to_json", _call("collect_list", a[0]))),
     "JSON_QUOTE": Fn(build=_json_string),
@@ -206,7 +241,7 @@ FUNCTIONS: dict[str, Fn] = {
     # aggregate and window
     "COUNT": NATIVE, "AVG": NATIVE, "SUM": NATIVE, "MAX": NATIVE, "MIN": NATIVE, "STDDEV_POP": NATIVE,
     "STDDEV_SAMP": NATIVE, "VAR_POP": NATIVE, "VAR_SAMP": NATIVE, "VARIANCE": NATIVE,
-    "COLLECT": _unsupported("COLLECT (a MULTISET aggregate)"), "RANK": NATIVE, "DENSE_RANK": NATIVE,
+    "COLLECT": Fn(build=_collect), "RANK": NATIVE, "DENSE_RANK": NATIVE,
     "ROW_NUMBER": NATIVE, "LEAD": NATIVE, "LAG": NATIVE, "FIRST_VALUE": NATIVE, "LAST_VALUE": NATIVE,
     "LISTAGG": NATIVE, "CUME_DIST": NATIVE, "PERCENT_RANK": NATIVE, "NTILE": NATIVE, "ARRAY_AGG": NATIVE,
     "PERCENTILE": SAME,
@@ -222,7 +257,7 @@ FUNCTIONS: dict[str, Fn] = {
 }
 
 # Anonymous calls the translator rewrites itself (their Spark form depends on their arguments).
-TRANSLATOR_BUILDS = {"JSON_VALUE", "JSON_QUERY", "ROW", "PROCTIME", "CURRENT_WATERMARK", "LISTAGG",
+TRANSLATOR_BUILDS = {"ROW", "PROCTIME", "CURRENT_WATERMARK", "LISTAGG",
                      "TO_TIMESTAMP_LTZ", "TO_TIMESTAMP", "TIMESTAMPADD", "DESCRIPTOR", "TABLE"}
 
 
@@ -260,9 +295,30 @@ def _truncate(node: exp.Trunc) -> exp.Expression:
 
 
 def _regexp_extract(node: exp.RegexpExtract) -> exp.Expression:
-    # Flink's third argument is the group (sqlglot reads it as `position`); its default is 0, the whole match
+    """REGEXP_EXTRACT(s, p[, group]): NULL when p does not match (Spark gives ''). Flink's third argument
+    is the group (sqlglot reads it as `position`); its default is 0, the whole match."""
     group = node.args.get("group") or node.args.get("position") or _number(0)
-    return _call("regexp_extract", node.this, node.expression, group)
+    return _parse("CASE WHEN {s} RLIKE {p} THEN regexp_extract({s}, {p}, {g}) END",
+                  s=node.this, p=node.expression, g=group)
+
+
+def _initcap(node: exp.Initcap) -> exp.Expression:
+    """INITCAP(s), Flink's (Calcite's) rule: a word is a run of ASCII letters and digits; its first
+    letter is upper-cased, the others lower-cased; every other character is left as it is."""
+    return _parse(
+        "array_join(transform(split({s}, ''), (c, i) -> CASE "
+        "WHEN i > 0 AND element_at(split({s}, ''), i) RLIKE '^[A-Za-z0-9]$' "
+        "THEN IF(c RLIKE '^[A-Z]$', lower(c), c) "
+        "ELSE IF(c RLIKE '^[a-z]$', upper(c), c) END), '')", s=node.this)
+
+
+def _extreme(name: str) -> Callable[[exp.Expression], exp.Expression]:
+    """GREATEST/LEAST: NULL when any argument is NULL (Spark's skip NULLs)."""
+    def build(node: exp.Expression) -> exp.Expression:
+        args = [node.this, *node.expressions]
+        any_null = exp.or_(*[exp.Is(this=a.copy(), expression=exp.Null()) for a in args])
+        return exp.If(this=any_null, true=exp.Null(), false=_call(name, *args))
+    return build
 
 
 def _array_slice(node: exp.ArraySlice) -> exp.Expression:
@@ -291,9 +347,13 @@ def _decode(node: exp.DecodeCase) -> exp.Expression:
 
 
 def _json_object(node: exp.JSONObject) -> exp.Expression:
-    """JSON_OBJECT(KEY k VALUE v, ...) -> to_json(named_struct(...)); ABSENT ON NULL drops NULLs."""
+    """JSON_OBJECT(KEY k VALUE v, ...) -> to_json(named_struct(...)); ABSENT ON NULL drops NULLs.
+    Flink writes the keys in sorted order (literal keys are sorted here)."""
+    items = list(node.expressions)
+    if all(isinstance(i.this, exp.Literal) for i in items):
+        items.sort(key=lambda i: i.this.name)
     pairs: list[exp.Expression] = []
-    for item in node.expressions:
+    for item in items:
         pairs += [item.this, item.expression]
     if not pairs:
         return _string("{}")
@@ -323,7 +383,7 @@ def _array_add(name: str) -> Callable[[exp.Expression], exp.Expression]:
     return build
 
 
-TYPED: dict[type[exp.Expression], Callable[[exp.Expression], exp.Expression]] = {
+TYPED: dict[type[exp.Expression], Callable[[Any], exp.Expression]] = {  # each takes its own node type
     exp.Trunc: _truncate,
     exp.RegexpExtract: _regexp_extract,
     exp.ArraySlice: _array_slice,
@@ -338,6 +398,9 @@ TYPED: dict[type[exp.Expression], Callable[[exp.Expression], exp.Expression]] = 
     exp.ArrayPrepend: _array_add("array_prepend"),
     exp.FromBase64: lambda node: _from_base64([node.this]),
     exp.Week: lambda node: _call("weekofyear", node.this),
+    exp.Initcap: _initcap,
+    exp.Greatest: _extreme("greatest"),
+    exp.Least: _extreme("least"),
 }
 
 UNSUPPORTED_TYPED: dict[type[exp.Expression], str] = {

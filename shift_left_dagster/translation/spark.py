@@ -372,7 +372,8 @@ def rewrite_bottom_up(tree: exp.Expression) -> exp.Expression:
     try:
         new = _rewrite_node(tree)
     except UnknownFunction as error:
-        hint = "" if error.name in FUNCTIONS else "it is no Flink built-in function (user-defined functions do not run locally)"
+        hint = "" if error.name in FUNCTIONS else \
+            "it is no Flink built-in function (user-defined functions do not run locally)"
         raise Unsupported(error.reason, line or line_of(tree), hint) from None
     if new is not tree:
         tree.replace(new)
@@ -390,6 +391,9 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Bracket) and isinstance(node.this, exp.Column) and node.this.name.upper() == "MAP" \
             and not node.this.this.quoted and not node.this.table:
         return exp.Anonymous(this="map", expressions=node.expressions)
+    if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
+        # a[i] (1-based, Spark's [] is 0-based) or m[k]: try_element_at reads both, NULL when absent, as Flink
+        return exp.Anonymous(this="try_element_at", expressions=[node.this, node.expressions[0]])
     if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("to") is not None:
         return _floor_ceil(node)
     if isinstance(node, exp.TimestampDiff) and isinstance(node.this, exp.Column) \
@@ -397,7 +401,8 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
         # The generic parser read TIMESTAMPDIFF(unit, a, b) as (this=unit, expression=a, unit=b).
         end = node.args["unit"]
         return exp.Anonymous(this="timestampdiff", expressions=[
-            exp.var(node.this.name.upper()), node.expression, exp.column(end.name) if isinstance(end, exp.Var) else end])
+            exp.var(node.this.name.upper()), node.expression,
+            exp.column(end.name) if isinstance(end, exp.Var) else end])
     if isinstance(node, exp.DataType):
         return _spark_data_type(node)
     return translate_typed(node)
@@ -405,8 +410,6 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
 
 def _rewrite_function(node: exp.Anonymous) -> exp.Expression:
     name, args = node.name.upper(), node.expressions
-    if name in ("JSON_VALUE", "JSON_QUERY") and len(args) == 2:
-        return exp.Anonymous(this="get_json_object", expressions=args)
     if name == "ROW":
         return exp.Anonymous(this="struct", expressions=args)
     if name == "TIMESTAMPADD" and len(args) == 3 and isinstance(args[0], exp.Column) and not args[0].table:

@@ -38,7 +38,8 @@ def test_ddl_and_snapshot_select_overtake_a_queue_of_continuous_statements(servi
     assert client.get_statement("late-ddl").phase == "COMPLETED"
     still_pending = [s.name for s in client.list_statements() if s.name.startswith("copy-") and s.phase == "PENDING"]
     assert still_pending, f"the SELECT ({latency:.1f} s) waited for all {QUEUED} continuous starts"
-    assert sorted(tuple(r.row) for r in client.statement_results("late-select")) == [("1", "a"), ("2", "b")]  # the results API encodes values as text
+    rows = sorted(tuple(r.row) for r in client.statement_results("late-select"))
+    assert rows == [("1", "a"), ("2", "b")]  # the results API encodes values as text
     for i in range(QUEUED):
         client.wait_for_phase(f"copy-{i}", {"RUNNING"}, timeout=300)
 

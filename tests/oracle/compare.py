@@ -1,0 +1,163 @@
+"""Whether the local engine agrees with Flink on a case: the same final sink table, a compatible changelog.
+
+- Flink's sink table is what its changelog leaves: rows added (+I/+U) minus rows
+  retracted (-U/-D), and for an upsert sink the last surviving row per key
+  (what upsert materialisation keeps);
+- tables are compared as multisets, position by position, each value in the
+  project's comparable form (shift_left_dagster/values.py: decimals of any
+  scale, timestamps at their declared precision, MAP order, MULTISET), both
+  sides cast to the common type of their forms;
+- the kinds of record the local sink received must be kinds Flink's planner
+  sends that sink (an upsert sink writes UPDATE_BEFORE as a delete): an
+  append-only result in Flink is append-only locally;
+- a statement both engines refuse agrees (with both reasons kept).
+
+All cases are compared in three Spark jobs (Flink's rows, the local rows, the
+local changelog kinds): each row becomes the JSON of its comparable form, and
+the multisets are compared in Python.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from shift_left_dagster.local.catalog import OP
+from shift_left_dagster.local.types import spark_type_of
+from shift_left_dagster.values import common_type, comparable, comparable_type
+from tests.oracle.flink import FlinkOutcome
+from tests.oracle.literals import from_flink
+from tests.oracle.local import KINDS, LocalOutcome
+
+_SHOWN = 4
+
+
+@dataclass
+class Verdict:
+    case: str
+    agree: bool
+    reasons: list[str] = field(default_factory=list)
+    flink_rows: int | None = None
+    local_rows: int | None = None
+    flink_kinds: list[str] = field(default_factory=list)  # what Flink's planner sends the sink
+    local_kinds: list[str] = field(default_factory=list)
+    flink_seconds: float = 0.0
+    local_seconds: float = 0.0
+
+    def explain(self) -> str:
+        return f"{self.case}: " + ("agree" if self.agree else "DISAGREE") + "".join(f"\n  - {r}" for r in self.reasons)
+
+
+def final_rows(outcome: FlinkOutcome) -> list[list[str | None]]:
+    """The rows Flink's sink holds once the changelog is applied."""
+    live: list[list[str | None]] = []
+    for kind, row in outcome.changes:
+        if kind in ("+I", "+U"):
+            live.append(row)
+        elif row in live:
+            del live[len(live) - 1 - live[::-1].index(row)]
+    if outcome.sink_mode != "upsert" or not outcome.primary_key:
+        return live
+    positions = [[c[0].lower() for c in outcome.columns].index(k.lower()) for k in outcome.primary_key]
+    latest: dict[tuple[str | None, ...], list[str | None]] = {}
+    for row in live:
+        key = tuple(row[p] for p in positions)
+        latest.pop(key, None)
+        latest[key] = row
+    return list(latest.values())
+
+
+def flink_frame(spark: SparkSession, outcome: FlinkOutcome) -> DataFrame:
+    schema = T.StructType([T.StructField(f"c{i}", spark_type_of(kind)) for i, (_, kind) in enumerate(outcome.columns)])
+    rows = [tuple(from_flink(v, kind) for v, (_, kind) in zip(row, outcome.columns, strict=True))
+            for row in final_rows(outcome)]
+    return spark.createDataFrame(rows, schema)
+
+
+def compare_all(flink: dict[str, FlinkOutcome], local: dict[str, LocalOutcome],
+                spark: SparkSession) -> dict[str, Verdict]:
+    verdicts: dict[str, Verdict] = {}
+    forms: list[tuple[DataFrame, DataFrame, DataFrame]] = []
+    for case, theirs in flink.items():
+        ours = local[case]
+        verdict = Verdict(case=case, agree=True, flink_kinds=list(theirs.changelog_mode),
+                          flink_seconds=theirs.seconds, local_seconds=ours.seconds)
+        verdicts[case] = verdict
+        if theirs.error or ours.error:
+            verdict.agree = bool(theirs.error and ours.error)
+            verdict.reasons += [f"Flink ({theirs.phase or 'ran'}): {theirs.error or 'ran'}",
+                                f"local ({ours.phase or 'ran'}): {ours.error or 'ran'}"]
+            continue
+        if len(theirs.columns) != len(ours.columns):
+            verdict.agree = False
+            verdict.reasons.append(f"sink columns: Flink {theirs.columns}, local {ours.columns}")
+            continue
+        assert ours.rows is not None and ours.records is not None
+        theirs_form, ours_form = _forms(case, flink_frame(spark, theirs), ours.rows, theirs.columns)
+        kinds = ours.records.select(F.lit(case).alias("case"), F.lit("kind").alias("side"),
+                                    F.col(f"`{OP}`").cast("string").alias("row"))
+        forms.append((theirs_form, ours_form, kinds))
+    collected: dict[tuple[str, str], Counter[str]] = {}
+    with ThreadPoolExecutor(max_workers=3) as pool:  # three Spark jobs at once: planning overlaps
+        for rows in pool.map(lambda side: _union([f[side] for f in forms]), range(3) if forms else []):
+            for row in rows:
+                collected.setdefault((row["case"], row["side"]), Counter())[row["row"]] += 1
+    for case, verdict in verdicts.items():
+        if verdict.reasons:
+            continue
+        _judge(verdict, collected.get((case, "flink"), Counter()), collected.get((case, "local"), Counter()),
+               {KINDS[int(k)] for k in collected.get((case, "kind"), Counter())}, flink[case].sink_mode)
+    return verdicts
+
+
+def _union(frames: list[DataFrame]) -> list[T.Row]:
+    union = frames[0]
+    for frame in frames[1:]:
+        union = union.unionByName(frame)
+    return union.collect()
+
+
+def _forms(case: str, theirs: DataFrame, ours: DataFrame,
+           columns: list[tuple[str, str]]) -> tuple[DataFrame, DataFrame]:
+    """Each side's rows as the JSON of their comparable forms, cast to the forms' common types."""
+    names = [f"c{i}" for i in range(len(columns))]
+    ours = ours.toDF(*names)
+    their_types = {f.name: f.dataType for f in theirs.schema.fields}
+    our_types = {f.name: f.dataType for f in ours.schema.fields}
+    common = {n: common_type(comparable_type(their_types[n]), comparable_type(our_types[n])) for n in names}
+    flink_types = {n: kind for n, (_, kind) in zip(names, columns, strict=True)}
+
+    def form(frame: DataFrame, types: dict[str, T.DataType], side: str) -> DataFrame:
+        values = [comparable(F.col(n), types[n], flink_types[n], common[n]).alias(n) for n in names]
+        return frame.select(F.lit(case).alias("case"), F.lit(side).alias("side"),
+                            F.to_json(F.struct(*values)).alias("row"))
+
+    return form(theirs, their_types, "flink"), form(ours, our_types, "local")
+
+
+def _judge(verdict: Verdict, theirs: Counter[str], ours: Counter[str], kinds: set[str], sink_mode: str) -> None:
+    verdict.flink_rows, verdict.local_rows = sum(theirs.values()), sum(ours.values())
+    verdict.local_kinds = sorted(kinds)
+    missing, extra = theirs - ours, ours - theirs
+    if missing or extra:
+        verdict.agree = False
+        verdict.reasons.append(f"rows: Flink {verdict.flink_rows}, local {verdict.local_rows}; "
+                               f"only in Flink {_show(missing)}; only local {_show(extra)}")
+    allowed = set(verdict.flink_kinds)
+    if sink_mode == "upsert" and "UB" in allowed:
+        allowed.add("D")  # an upsert sink writes UPDATE_BEFORE as a tombstone (Kafka upsert mode)
+    unexpected = kinds - allowed
+    if unexpected:
+        verdict.agree = False
+        verdict.reasons.append(f"changelog: Flink sends the sink {verdict.flink_kinds}, the local sink got "
+                               f"{verdict.local_kinds}")
+
+
+def _show(rows: Counter[str]) -> str:
+    listed = sorted(rows.elements())
+    return (", ".join(listed[:_SHOWN]) + (" ..." if len(listed) > _SHOWN else "")) if listed else "none"

@@ -1,0 +1,275 @@
+"""A corpus case as open-source Flink SQL: the tables, views and input files runner.py creates.
+
+Confluent tables become OSS tables fed the case's rows, read as a caught-up
+Confluent statement reads its topics (unbounded: no end-of-input watermark):
+- a source is a continuously monitored `filesystem` directory of JSON (`<t>__log`)
+  whose last line is an end marker, and a view `<t>` without the marker; an
+  upsert source's view keeps the last row per key, which is what Flink makes
+  of an upsert topic (ChangelogNormalize; ordered by the event-time attribute
+  when there is one: a versioned view, as temporal joins need);
+- `$rowtime` (Confluent's record timestamp) is a column only when the DML names
+  it, filled from the table's METADATA FROM 'timestamp' column. Without a
+  WATERMARK clause it gets Flink's ascending-timestamps strategy ($rowtime -
+  1 ms): Confluent's default (a histogram over at least 250 records per
+  partition) can not be reproduced on a few records, and this is the local
+  service's documented stand-in (local/event_time.py); a declared one is kept;
+- the end marker carries the time that brings the source's watermark to the
+  case's highest one: what Confluent's idleness detection does once every
+  source of a caught-up statement went idle (an operator then takes the highest
+  watermark of its inputs), without timers, so the result is deterministic
+  (exact while every event-time operator reads the sources directly or through
+  multi-input operators, as in every corpus case);
+- the sink is `filesystem` (append: Flink refuses updating queries, as
+  Confluent does), `blackhole` (upsert: no UPDATE_BEFORE) or `print` (retract),
+  so the planner checks the INSERT against the same changelog contract.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlglot import exp
+
+from shift_left_dagster.project.parsing import parse_one_statement
+from tests.oracle.corpus import Case, TableSpec, split_insert
+from tests.oracle.literals import json_line, json_value, typed
+
+ROWTIME = "$rowtime"
+DEFAULT_DELAY_MS = 1
+DEFAULT_WATERMARK = f"WATERMARK FOR `{ROWTIME}` AS `{ROWTIME}` - INTERVAL '0.001' SECOND"
+_UNIT_MS = {"MILLISECOND": 1, "SECOND": 1000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000}
+END = "__oracle_end"  # the marker column: its row is the last of a source's file
+DATA = "{data}"  # where the runner's input files are: replaced at run time (the cache key never sees it)
+
+
+class CorpusError(ValueError):
+    """A case the oracle can not express in open-source Flink as written."""
+
+
+def uses_rowtime(case: Case) -> bool:
+    return ROWTIME in case.dml.lower()
+
+
+def oss_setup(case: Case) -> tuple[list[str], dict[str, str], list[str]]:
+    """The OSS statements creating the case's tables, each source's JSON file, and the log tables
+    whose end markers say Flink has read every record."""
+    rowtime = uses_rowtime(case)
+    if rowtime:
+        _refuse_star_over_tables(case, {t.name.lower() for t in case.tables if t.timestamp_column})
+    setup: list[str] = []
+    files: dict[str, str] = {}
+    logs: list[str] = []
+    likes = {t.like.source.lower() for t in case.tables if t.like is not None}
+    sources = [t for t in case.tables if t.name.lower() != case.sink.lower()]
+    # $rowtime has a value only where the DDL maps the record timestamp to a column
+    with_rowtime = {t.name for t in sources if rowtime and t.timestamp_column is not None}
+    final = max((w for t in sources if (w := _final_watermark(case, t, t.name in with_rowtime)) is not None),
+                default=None)
+    for table in case.tables:
+        if table.name.lower() == case.sink.lower():
+            setup.append(_sink_ddl(case, table))
+            continue
+        add_rowtime = table.name in with_rowtime
+        upsert = bool(table.primary_key) and table.changelog_mode == "upsert"
+        log = f"{table.name}__log"
+        files[f"{case.name}/{table.name}/data.json"] = _json_rows(case, table, add_rowtime, final)
+        setup.append(_source_ddl(table, log, f"{DATA}/{case.name}/{table.name}", add_rowtime))
+        setup.append(_upsert_view(table, log, add_rowtime) if upsert else _append_view(table, log, add_rowtime))
+        if table.name.lower() in likes:
+            setup.append(_schema_twin(table))
+        logs.append(log)
+    return setup, files, logs
+
+
+def _columns(table: TableSpec, add_rowtime: bool) -> list[str]:
+    lines = []
+    for column in table.columns:
+        if column.expression is not None:
+            lines.append(f"`{column.name}` AS {column.expression}")
+        elif column.metadata_key not in (None, "timestamp"):
+            raise CorpusError(f"{table.name}.{column.name}: METADATA FROM '{column.metadata_key}' has no OSS twin")
+        elif column.virtual:
+            raise CorpusError(f"{table.name}.{column.name}: a VIRTUAL timestamp is the time of the write, which "
+                              f"rows can not give")
+        else:
+            lines.append(f"`{column.name}` {column.type}")
+    if add_rowtime:
+        lines.append(f"`{ROWTIME}` TIMESTAMP_LTZ(3)")
+    return lines
+
+
+def _source_ddl(table: TableSpec, name: str, path: str, add_rowtime: bool) -> str:
+    lines = [*_columns(table, add_rowtime), f"`{END}` BOOLEAN"]
+    if table.watermark:
+        lines.append(table.watermark)
+    elif add_rowtime:
+        lines.append(DEFAULT_WATERMARK)
+    return (f"CREATE TABLE `{name}` (\n  " + ",\n  ".join(lines) + "\n) WITH ('connector' = 'filesystem', "
+            f"'path' = '{path}', 'format' = 'json', 'json.fail-on-missing-field' = 'false', "
+            f"'source.monitor-interval' = '100 ms')")
+
+
+def _visible(table: TableSpec, add_rowtime: bool) -> str:
+    return ", ".join(f"`{n}`" for n in [c.name for c in table.columns] + ([ROWTIME] if add_rowtime else []))
+
+
+def _append_view(table: TableSpec, log: str, add_rowtime: bool) -> str:
+    return (f"CREATE TEMPORARY VIEW `{table.name}` AS SELECT {_visible(table, add_rowtime)} FROM `{log}` "
+            f"WHERE `{END}` IS NULL")
+
+
+def _upsert_view(table: TableSpec, log: str, add_rowtime: bool) -> str:
+    """The last row per key, as Flink reads an upsert topic; by the event-time attribute when the
+    table has one (a versioned view, what temporal joins need), else in arrival (file) order."""
+    if table.watermark:
+        order = f"`{_watermark_column(table.watermark)}`"
+    elif add_rowtime:
+        order = f"`{ROWTIME}`"
+    else:
+        order = "PROCTIME()"
+    names = _visible(table, add_rowtime)
+    keys = ", ".join(f"`{k}`" for k in table.primary_key)
+    return (f"CREATE TEMPORARY VIEW `{table.name}` AS SELECT {names} FROM (SELECT {names}, ROW_NUMBER() OVER "
+            f"(PARTITION BY {keys} ORDER BY {order} DESC) AS `__oracle_rn` FROM `{log}` WHERE `{END}` IS NULL) "
+            f"WHERE `__oracle_rn` = 1")
+
+
+def _schema_twin(table: TableSpec) -> str:
+    """The table with exactly its Confluent columns and key: what a LIKE clause copies."""
+    lines = _columns(table, add_rowtime=False)
+    if table.watermark:
+        lines.append(table.watermark)
+    if table.primary_key:
+        lines.append(f"PRIMARY KEY ({', '.join(f'`{k}`' for k in table.primary_key)}) NOT ENFORCED")
+    return f"CREATE TABLE `{table.name}__schema` ({', '.join(lines)}) WITH ('connector' = 'blackhole')"
+
+
+def _watermark_column(clause: str) -> str:
+    tree = parse_one_statement(f"CREATE TABLE t (c INT, {clause})").tree
+    node = tree.find(exp.WatermarkColumnConstraint)
+    assert node is not None
+    return node.this.name
+
+
+def sink_mode(case: Case) -> str:
+    table = case.table(case.sink)
+    return table.options.get("changelog.mode") or _like_mode(case, table)
+
+
+def _sink_ddl(case: Case, table: TableSpec) -> str:
+    mode = sink_mode(case)
+    connector = {"append": f"'connector' = 'filesystem', 'path' = '{DATA}/{case.name}/__sink', 'format' = 'json'",
+                 "upsert": "'connector' = 'blackhole'", "retract": "'connector' = 'print'"}[mode]
+    lines = _columns(table, add_rowtime=False)
+    if table.watermark:
+        lines.append(table.watermark)
+    if table.primary_key:
+        lines.append(f"PRIMARY KEY ({', '.join(f'`{k}`' for k in table.primary_key)}) NOT ENFORCED")
+    body = f" (\n  {', '.join(lines)}\n)" if lines else ""
+    like = ""
+    if table.like is not None:
+        like = f" LIKE `{table.like.source}__schema` ({' '.join([*table.like.options, 'EXCLUDING OPTIONS'])})"
+    return f"CREATE TABLE `{table.name}`{body} WITH ({connector}){like}"
+
+
+def _like_mode(case: Case, table: TableSpec) -> str:
+    if table.like is None:
+        return table.changelog_mode
+    source = case.table(table.like.source)
+    excluded = any(o in ("EXCLUDING ALL", "EXCLUDING OPTIONS") for o in table.like.options)
+    return source.changelog_mode if not excluded else table.changelog_mode
+
+
+def _time_attribute(table: TableSpec, add_rowtime: bool) -> tuple[str, int] | None:
+    """The table's event-time attribute and its watermark delay in milliseconds (None: no event time)."""
+    if table.watermark is None:
+        return (ROWTIME, DEFAULT_DELAY_MS) if add_rowtime else None
+    node = parse_one_statement(f"CREATE TABLE t (c INT, {table.watermark})").tree.find(exp.WatermarkColumnConstraint)
+    assert node is not None
+    column, expression = node.this.name, node.expression
+    if isinstance(expression, exp.Column) and expression.name == column:
+        return column, 0
+    if isinstance(expression, exp.Sub) and isinstance(expression.this, exp.Column) \
+            and expression.this.name == column and isinstance(expression.expression, exp.Interval):
+        interval = expression.expression
+        unit = interval.unit.name.upper().rstrip("S") if interval.unit is not None else ""
+        if unit in _UNIT_MS:
+            return column, int(float(interval.this.name) * _UNIT_MS[unit])
+    raise CorpusError(f"{table.name}: {table.watermark} (write `c` or `c - INTERVAL 'n' UNIT`)")
+
+
+def _attribute_values(case: Case, table: TableSpec, attribute: str) -> list[datetime]:
+    """The event times of the table's rows (the time attribute's values; $rowtime's is the timestamp column)."""
+    name = table.timestamp_column if attribute == ROWTIME else attribute
+    columns = table.insertable
+    at = next((i for i, c in enumerate(columns) if c.name == name), None)
+    if at is None:
+        raise CorpusError(f"{table.name}: the time attribute {attribute} is not a column rows give")
+    values = [typed(row[at], columns[at].type) for row in case.all_rows(table.name)]
+    return [v.replace(tzinfo=None) for v in values if v is not None]
+
+
+def _final_watermark(case: Case, table: TableSpec, add_rowtime: bool) -> datetime | None:
+    """The source's watermark once every row is read (None: no event time, or no row)."""
+    attribute = _time_attribute(table, add_rowtime)
+    if attribute is None:
+        return None
+    times = _attribute_values(case, table, attribute[0])
+    return max(times) - timedelta(milliseconds=attribute[1]) if times else None
+
+
+def _json_rows(case: Case, table: TableSpec, add_rowtime: bool, final: datetime | None) -> str:
+    """The table's rows as JSON lines, then the end marker: a copy of the last row (or a row at the
+    epoch when there is none) whose time attribute moves the table's watermark to `final`."""
+    columns = table.insertable
+    lines = []
+    epoch = "1970-01-01 00:00:00"
+    record: dict[str, Any] = {c.name: json_value(typed(epoch, c.type), c.type) if "TIMESTAMP" in c.type.upper()
+                              else None for c in columns}
+    if add_rowtime:
+        record[ROWTIME] = json_value(typed(epoch, "TIMESTAMP_LTZ(3)"), "TIMESTAMP_LTZ(3)")
+    for row in case.all_rows(table.name):
+        if len(row) != len(columns):
+            raise CorpusError(f"{case.name}: a row of {table.name} has {len(row)} values for {len(columns)} columns")
+        values = [typed(v, c.type) for v, c in zip(row, columns, strict=True)]
+        record = {c.name: json_value(v, c.type) for v, c in zip(values, columns, strict=True)}
+        if add_rowtime:
+            stamp = values[[c.name for c in columns].index(str(table.timestamp_column))]
+            record[ROWTIME] = json_value(typed(stamp, "TIMESTAMP_LTZ(3)"), "TIMESTAMP_LTZ(3)")
+        lines.append(json_line(record))
+    attribute = _time_attribute(table, add_rowtime)
+    if attribute is not None and final is not None:
+        name, delay = attribute
+        kind = "TIMESTAMP_LTZ(3)" if name == ROWTIME else next(c.type for c in columns if c.name == name)
+        record[name] = json_value(typed(final + timedelta(milliseconds=delay), kind), kind)
+    lines.append(json_line({**record, END: True}))
+    return "".join(line + "\n" for line in lines)
+
+
+def _refuse_star_over_tables(case: Case, names: set[str]) -> None:
+    """OSS Flink's `*` would include the oracle's $rowtime column, Confluent's never does."""
+    try:
+        tree = parse_one_statement(case.dml).tree
+    except ValueError:
+        return  # a DML our dialect can not read: Flink and the local service say what they make of it
+    for star in tree.find_all(exp.Star):
+        item = star.parent if isinstance(star.parent, exp.Column) else star
+        select = item.parent
+        if not isinstance(select, exp.Select) or item not in select.expressions:
+            continue  # COUNT(*) and the like
+        sources = [select.args["from_"].this] if select.args.get("from_") else []
+        sources += [j.this for j in (select.args.get("joins") or [])]
+        if any(isinstance(s, exp.Table) and (s.name.lower() in names or not isinstance(s.this, exp.Identifier))
+               for s in sources):
+            raise CorpusError(f"{case.name}: SELECT * over a table while the dml reads $rowtime: name the columns")
+
+
+def runner_case(case: Case) -> tuple[dict[str, Any], dict[str, str]]:
+    """The runner's spec of one case, and the files it reads."""
+    setup, files, logs = oss_setup(case)
+    _target, columns, query = split_insert(case.dml)
+    listed = f" ({', '.join(f'`{c}`' for c in columns)})" if columns else ""
+    spec = {"name": case.name, "setup": setup, "logs": logs, "sink": case.sink, "sink_mode": sink_mode(case),
+            "query": query, "insert": f"INSERT INTO `{case.sink}`{listed} {query}", "target_columns": columns}
+    return spec, files
