@@ -213,6 +213,8 @@ class Jobs:
         # records, over upsert tables on what Flink's ChangelogNormalize makes of them.
         stateless = not isinstance(query, exp.Values) and not state_reasons(query)
         sink_query = self._translate(job, query, properties, incremental=stateless)
+        if table.changelog_mode == "append" and not isinstance(sink_query, WindowedQuery):
+            _refuse_updates_into_append(query, table.name)
         sink = Sink(table=table, query=sink_query, target=stored, incremental=stateless)
         upserts = [s.view for s in sink_query.scans if job.sources[s.view].upsert]
         if stateless and upserts:
@@ -489,6 +491,21 @@ def _before_rows(records: DataFrame, before: str) -> DataFrame:
     if before == "delete":
         return records.withColumn(OP, F.when(op == UPDATE_BEFORE, F.lit(DELETE)).otherwise(op).cast("tinyint"))
     return records
+
+
+def _refuse_updates_into_append(query: exp.Expression, sink: str) -> None:
+    """Flink refuses a query whose result updates (a group aggregate, DISTINCT) into an append-only sink,
+    when the statement is created. Only the query's own top level is judged: what is not certainly an
+    update stream (window aggregates, aggregates under a projection) is left to run."""
+    top = query.this if isinstance(query, exp.Subquery) else query
+    if not isinstance(top, exp.Select):
+        return
+    aggregates = [a for e in top.expressions for a in e.find_all(exp.AggFunc) if not a.find_ancestor(exp.Window)]
+    if top.args.get("group") or top.args.get("distinct") or aggregates:
+        node = "GroupAggregate" if top.args.get("group") or aggregates else "Deduplicate"
+        raise JobError(f"Table sink '{sink}' doesn't support consuming update changes which is produced by "
+                       f"node {node}. Declare the sink with 'changelog.mode' = 'upsert' (and a PRIMARY KEY) "
+                       "or 'retract'.")
 
 
 def is_snapshot(properties: Mapping[str, str]) -> bool:

@@ -21,10 +21,6 @@ from tests.oracle.local import run_local
 # Cases the two engines do not agree on yet, each with the exact reason: case -> why. Each is an
 # xfail(strict=True) in the test, so it fails the day the two agree (then take it out of this list).
 KNOWN_DIFFERENCES: dict[str, str] = {
-    "append_sink_rejects_updates": (
-        "local/jobs.py accepts an updating query (GROUP BY) into a 'changelog.mode' = 'append' sink and writes "
-        "it; Flink, as Confluent Cloud, refuses the statement: \"Table sink ... doesn't support consuming update "
-        "changes which is produced by node GroupAggregate\"."),
     "c360_fct_purchase": (
         "event-time temporal join: the local engine joins a purchase as soon as it is read; Flink emits it once "
         "the join's watermark passes its $rowtime, so the purchase at the last event time (pur-5) is still held."),
