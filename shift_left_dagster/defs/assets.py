@@ -64,6 +64,7 @@ class FlinkAssetsInfo:
     keys: dict[str, AssetKey]
     checks: ChecksSettings
     data_tests: dict[str, list[DataTest]]
+    externals: list[AssetSpec]  # the raw topics the tables read, as external assets
 
 
 _REGISTRY: dict[str, FlinkAssetsInfo] = {}  # op name -> info, filled when definitions are built
@@ -118,7 +119,8 @@ def flink_assets(
     built = build_flink_asset_specs(project, translator, select=select, exclude=exclude, checks=checks)
     op_name = name or f"flink_{project.name}"
     _REGISTRY[op_name] = FlinkAssetsInfo(project=project, keys=built.keys, checks=checks or ChecksSettings(),
-                                         data_tests={n: t for n, t in project.data_tests.items() if n in built.keys})
+                                         data_tests={n: t for n, t in project.data_tests.items() if n in built.keys},
+                                         externals=built.externals)
 
     def decorator(body: Callable[..., Any]) -> AssetsDefinition:
         return multi_asset(
@@ -195,10 +197,10 @@ def build_flink_assets(
                           + "; ".join(lost))
         yield from run.stream()
 
-    specs = build_flink_asset_specs(project, translator, select=select, exclude=exclude, checks=checks)
+    externals = _REGISTRY[deploy_flink_tables.op.name].externals  # built once, by the decorator
     broken = build_broken_table_assets(project, translator, select=select, exclude=exclude,
                                        partitions_def=partitions_def, name=f"{name or f'flink_{project.name}'}_broken")
-    return [deploy_flink_tables, *specs.externals, *broken]
+    return [deploy_flink_tables, *externals, *broken]
 
 
 BROKEN_GROUP = "broken"
