@@ -22,7 +22,7 @@ from dagster import (
 
 from shift_left_dagster.defs.maintenance import UNDEPLOY_JOB, maintenance_jobs
 from shift_left_dagster.deploy.bluegreen import plan_blue_green
-from shift_left_dagster.deploy.changes import GitError, detect_changes, head_commit, repository_of
+from shift_left_dagster.deploy.changes import Category, GitError, detect_changes, head_commit, repository_of
 
 COMMIT_TAG = "shift_left/commit"  # the run deploys the changes up to this commit...
 SINCE_TAG = "shift_left/since"  # ...since this one, blue/green
@@ -60,6 +60,10 @@ def git_sensor(project, translator, name: str = "flink_git_changes", minimum_int
                                      if t in graph.tables]
         tags = {COMMIT_TAG: head, SINCE_TAG: context.cursor,
                 CHANGES_TAG: json.dumps({c.table: c.category.value for c in changes}, sort_keys=True)}
+        broken = [f"{c.table}: {'; '.join(c.reasons)}" for c in changes if c.category == Category.BROKEN]
+        if broken:  # never deploy, nor undeploy, around a file that stopped parsing: wait for the fix
+            return SensorResult(cursor=context.cursor, skip_reason=SkipReason(
+                f"{head[:12]} leaves tables broken, nothing deployed until a commit fixes them: " + " | ".join(broken)))
         if selection:
             request = RunRequest(run_key=head, job_name=deploy_job.name, asset_selection=selection, tags=tags)
         elif plan.removed:  # nothing to materialise: never an empty selection (Dagster reads it as "all")

@@ -25,6 +25,7 @@ class Category(StrEnum):
     REMOVED = "removed"
     BREAKING = "breaking"  # new version beside the running one, reprocessed from earliest
     NON_BREAKING = "non_breaking"  # replaced in place, resumed from carried offsets
+    BROKEN = "broken"  # a file that stopped parsing: nothing is deployed or undeployed until it is fixed
 
 
 class TableChange(BaseModel):
@@ -63,13 +64,20 @@ def file_at(repo: Path, revision: str, path: str) -> str | None:
         return None  # not in that revision: added or deleted
 
 
+class _Unparsable(FileAnalysis):
+    """A file that exists but does not parse: never mistaken for a removed one."""
+
+    error: str
+
+
 def _analyse(path: str, text: str | None) -> FileAnalysis | None:
+    """What a file says at one commit (None: absent then)."""
     if text is None:
         return None
     try:
         return analyse_file(path, text)
-    except FlinkSqlError:
-        return None  # a file that does not parse counts as changed; the inventory reports it
+    except FlinkSqlError as error:
+        return _Unparsable(error=str(error), normalized_sql=text)  # its raw text: a later edit still differs
 
 
 def detect_changes(repo: Path, since: str, until: str = "HEAD", pipelines: str = "pipelines") -> list[TableChange]:
@@ -94,6 +102,9 @@ def _categorise(
     old_ddl, new_ddl = files.get("ddl", (None, None))
     old_dml, new_dml = files.get("dml", (None, None))
     name = _table_name(new_ddl, new_dml) or _table_name(old_ddl, old_dml) or PurePosixPath(folder).name
+    broken = [new.error for _, new in files.values() if isinstance(new, _Unparsable)]
+    if broken:
+        return TableChange(table=name, folder=folder, category=Category.BROKEN, reasons=broken, files=listed)
     if all(new is None for _, new in files.values()) and all(old is not None for old, _ in files.values()):
         return TableChange(table=name, folder=folder, category=Category.REMOVED, files=listed)
     if all(old is None for old, _ in files.values()):

@@ -142,3 +142,22 @@ def test_git_sensor_requests_one_run_per_commit_and_never_twice(repo):
     assert request.job_name == "undeploy_flink_tables" and request.run_key == removed
     assert request.run_config == {"ops": {"undeploy_tables": {"config": {"tables": ["fct_order"],
                                                                          "keep_read": True}}}}
+
+
+def test_a_file_that_stops_parsing_is_broken_never_removed_and_the_sensor_waits(repo):
+    from dagster import DagsterInstance, build_sensor_context
+
+    from shift_left_dagster.defs.assets import FlinkProject
+    from shift_left_dagster.defs.sensors import git_sensor
+    from shift_left_dagster.defs.translator import FlinkTranslator
+
+    before = git(repo, "rev-parse", "HEAD")
+    broken = commit(repo, INT1, "INSERT INTO int_table_1 SELECT FROM src_table_1 WHERE\n")
+    (change,) = detect_changes(repo, before)
+    assert change.table == "int_table_1" and change.category == Category.BROKEN, change
+    assert "dml.int_table_1.sql:1: SELECT with an empty select list" in change.reasons[0]
+    sensor = git_sensor(FlinkProject(repo / "pipelines"), FlinkTranslator())  # the location reloads, lenient
+    result = sensor(build_sensor_context(instance=DagsterInstance.ephemeral(), cursor=before))
+    assert not result.run_requests and result.cursor == before  # waits: the fix is deployed from here
+    why = result.skip_reason.skip_message or ""
+    assert "leaves tables broken" in why and broken[:12] in why and "int_table_1" in why
