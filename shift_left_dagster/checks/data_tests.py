@@ -37,21 +37,21 @@ _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 class DataTest(BaseModel):
-    """One declared test: its check name, file, query and severity (error blocks, warn never does)."""
+    """One declared test: its check name, file, query and severity (error blocks, warn never does).
+
+    A file that can not be used (`problem`) is still a check, one that fails saying why: a bad test
+    file never stops the project from loading."""
 
     table: str
     name: str
     path: str
     sql: str
     severity: Severity = Severity.ERROR
+    problem: str | None = None
 
     @property
     def blocking(self) -> bool:
         return self.severity == Severity.ERROR
-
-
-class DataTestError(ValueError):
-    """A test file that can not be used, named with its path."""
 
 
 def discover(root: Path, tables: Mapping[str, FlinkTable]) -> dict[str, list[DataTest]]:
@@ -67,25 +67,29 @@ def discover(root: Path, tables: Mapping[str, FlinkTable]) -> dict[str, list[Dat
 
 
 def _read(table: str, path: Path) -> DataTest:
+    sql = path.read_text()
     name = path.stem
     if not _NAME.match(name):
-        raise DataTestError(f"{path}: a data test's file name is its check name: letters, digits and _ only")
+        return DataTest(table=table, name=re.sub(r"\W", "_", name) or "unnamed", path=str(path), sql=sql,
+                        problem=f"{path}: a data test's file name is its check name: letters, digits and _ only")
     if name in set(CheckName):
-        raise DataTestError(f"{path}: {name} is a built-in check's name; rename the file")
-    sql = path.read_text()
+        return DataTest(table=table, name=f"{name}_test", path=str(path), sql=sql,
+                        problem=f"{path}: {name} is a built-in check's name; rename the file")
     declared = _SEVERITY.search(sql)
     if declared is None:
         return DataTest(table=table, name=name, path=str(path), sql=sql)
     if declared.group(1).lower() not in set(Severity):
         line = sql[:declared.start()].count("\n") + 1
-        raise DataTestError(f"{path}:{line}: severity must be error or warn, not {declared.group(1)!r}")
-    severity = Severity(declared.group(1).lower())
-    return DataTest(table=table, name=name, path=str(path), sql=sql, severity=severity)
+        return DataTest(table=table, name=name, path=str(path), sql=sql,
+                        problem=f"{path}:{line}: severity must be error or warn, not {declared.group(1)!r}")
+    return DataTest(table=table, name=name, path=str(path), sql=sql, severity=Severity(declared.group(1).lower()))
 
 
 def run_data_test(test: DataTest, rows: Callable[[str], DataFrame], sink: str, samples: int) -> Verdict:
     """The rows `test` returns over the current rows of the tables it names (`rows(table)`, the table
     under test read from `sink`): a pass when there are none; `compared_rows` counts the tested table's rows."""
+    if test.problem:
+        raise ValueError(test.problem)  # the check fails, "could not be evaluated", naming the file
     try:
         query = parse_one_statement(test.sql, test.path).tree
     except FlinkSqlError as error:

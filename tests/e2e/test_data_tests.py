@@ -15,7 +15,7 @@ import pytest
 from dagster import AssetCheckSeverity, AssetKey, AssetSelection, materialize
 from pyspark.sql import functions as F
 
-from shift_left_dagster.checks.data_tests import DataTestError, discover
+from shift_left_dagster.checks.data_tests import discover, run_data_test
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_asset_specs, build_flink_assets
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
@@ -106,15 +106,16 @@ def test_a_failing_error_test_blocks_what_depends_on_the_table(project: Path, se
     assert AssetKey("fct_order") not in materialized
 
 
-def test_bad_test_files_are_named(tmp_path: Path) -> None:
+def test_bad_test_files_are_failing_checks_named_by_file_never_a_load_error(tmp_path: Path) -> None:
     project = FlinkProject(PROJECT / "pipelines")
     table = project.graph.tables["int_table_2"]
     folder = tmp_path / table.folder / "checks"
     folder.mkdir(parents=True)
     (folder / "reconciled.sql").write_text("SELECT 1")
-    with pytest.raises(DataTestError, match="reconciled.sql: reconciled is a built-in check"):
-        discover(tmp_path, {"int_table_2": table})
-    (folder / "reconciled.sql").unlink()
     (folder / "odd.sql").write_text("-- x\n-- severity: fatal\nSELECT 1")
-    with pytest.raises(DataTestError, match=r"odd.sql:2: severity must be error or warn, not 'fatal'"):
-        discover(tmp_path, {"int_table_2": table})
+    found = {t.name: t for t in discover(tmp_path, {"int_table_2": table})["int_table_2"]}
+    assert sorted(found) == ["odd", "reconciled_test"]
+    assert "reconciled.sql: reconciled is a built-in check's name" in (found["reconciled_test"].problem or "")
+    assert "odd.sql:2: severity must be error or warn, not 'fatal'" in (found["odd"].problem or "")
+    with pytest.raises(ValueError, match="odd.sql:2: severity"):
+        run_data_test(found["odd"], lambda name: None, "int_table_2", 5)  # type: ignore[arg-type,return-value]
