@@ -21,10 +21,12 @@ from shift_left_dagster.confluent.models import Statement
 from shift_left_dagster.local.reader import LocalData
 from shift_left_dagster.local.settings import resolve_data_dir
 from shift_left_dagster.local.types import spark_type_of
+from shift_left_dagster.local.windows import fired_args, gate_windows
 from shift_left_dagster.project.dialect import StatementSet
 from shift_left_dagster.project.inventory import FlinkTable
 from shift_left_dagster.project.parsing import parse_one_statement
-from shift_left_dagster.translation.spark import translate_query
+from shift_left_dagster.translation.spark import HIDDEN_ROWTIME, translate_query
+from shift_left_dagster.values import same_value
 
 
 class SinkConfig(BaseModel):
@@ -141,21 +143,39 @@ class FilesSinkReader:
         query = insert.expression.copy()
         if insert.args.get("with"):
             query.set("with", insert.args["with"].copy())
-        translated = translate_query(query, lambda t: self.rows(t.name).columns)
+        translated = gate_windows(translate_query(query, lambda t: self.rows(t.name).columns))
         for scan in translated.scans:
             self.rows(scan.table.name).createOrReplaceTempView(scan.view)
-        result = self.spark.sql(translated.sql)
+        result = self.spark.sql(translated.sql, args=fired_args(None))
+        windowed = HIDDEN_ROWTIME in result.columns  # a window aggregation's rows carry their window's time
         stored = [c for c in table.ddl.columns if not c.computed]
         listed = [i.name.lower() for i in insert.this.expressions] if isinstance(insert.this, exp.Schema) else None
         targets = [c for c in stored if listed is None or c.name.lower() in listed]
         if listed is not None:
             targets.sort(key=lambda c: listed.index(c.name.lower()))
-        if len(result.columns) != len(targets):
-            raise ValueError(f"the DML of {table.name} produces {len(result.columns)} columns for "
-                             f"{len(targets)} target columns")
-        positional = result.toDF(*[f"__sl_c{i}" for i in range(len(targets))])
-        return positional.select(*[F.col(f"__sl_c{i}").cast(spark_type_of(c.type)).alias(c.name)
-                                   for i, c in enumerate(targets)])
+        produced = len(result.columns) - windowed
+        if produced != len(targets):
+            raise ValueError(f"the DML of {table.name} produces {produced} columns for {len(targets)} target columns")
+        positional = result.toDF(*[c if c == HIDDEN_ROWTIME else f"__sl_c{i}" for i, c in enumerate(result.columns)])
+        typed = [F.col(f"__sl_c{i}").cast(spark_type_of(c.type)).alias(c.name) for i, c in enumerate(targets)]
+        if not windowed:
+            return positional.select(*typed)
+        return self._fired(positional.select(*typed, HIDDEN_ROWTIME), sink, {c.name: c.type for c in targets})
+
+    def _fired(self, expected: DataFrame, sink: str, flink_types: dict[str, str]) -> DataFrame:
+        """The window results up to the newest window the sink holds a row of (its time carried in the
+        hidden time column): windows fire in watermark order, so Flink has fired those; a newer one may
+        still be open, and landed files carry no watermark to tell. A wrong row is never hidden: the
+        sink's rows are all compared, so a newer window's rows show as unexpected."""
+        actual = self.rows(sink)
+        landed = {c.lower(): c for c in actual.columns}
+        ours, theirs = ({f.name: f.dataType for f in side.schema.fields} for side in (expected, actual))
+        same = [same_value(F.col(f"e.`{c}`"), F.col(f"a.`{landed[c.lower()]}`"), ours[c], theirs[landed[c.lower()]],
+                           flink_types[c]) for c in flink_types if c.lower() in landed]
+        matched = expected.alias("e").join(actual.alias("a"), on=same, how="left_semi")
+        newest = matched.agg(F.max(HIDDEN_ROWTIME).alias("newest")).collect()[0]["newest"]
+        return expected.where(F.col(HIDDEN_ROWTIME) <= F.lit(newest)).drop(HIDDEN_ROWTIME) if newest is not None \
+            else expected.limit(0).drop(HIDDEN_ROWTIME)
 
     def lag(self, statement: Statement) -> dict[str, int] | None:
         return None

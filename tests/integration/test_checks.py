@@ -266,3 +266,28 @@ def test_bench_code_path_on_a_tiny_sink(tmp_path: Path) -> None:
     spec.loader.exec_module(bench)
     figures = bench.bench(tmp_path, rows=2_000, repeat=1, report=lambda _line: None)
     assert figures.sink_rows == 1_900 and figures.ours_seconds > 0 and figures.bare_seconds > 0
+
+
+def test_files_reader_expects_only_the_windows_flink_has_fired(p1: Deployed, tmp_path: Path) -> None:
+    """A window aggregate's newest window is still open on a running statement (the watermark has not
+    passed its end): landed files carry no watermark, so the reader must not expect it."""
+    seed_raw_topics(p1.client, PROJECT / "seeds", only={"raw_app_events"})
+    Deployer(p1.client, p1.graph, local_defaults(p1.service.url)).deploy(["fct_c360_hourly_activity"]).wait()
+    assert quiesce(p1.service.url)["quiet"]
+    events = p1.current("src_c360_app_events").withColumn(ROWTIME, F.col("event_ts"))  # landed with its time
+    hours = events.select(F.date_trunc("hour", ROWTIME)).distinct().count()
+    fired = p1.current("fct_c360_hourly_activity")
+    assert 0 < fired.select("window_start").distinct().count() < hours  # the newest hour is still open
+    events.write.parquet(str(tmp_path / "src_c360_app_events"))
+    config = land(p1, tmp_path, "fct_c360_hourly_activity")
+    reader = FilesSinkReader(p1.spark, config)
+    outcomes = p1.outcomes("fct_c360_hourly_activity", reader=reader, only=CheckName.RECONCILED)
+    assert failed(outcomes) == []
+    assert outcomes[("fct_c360_hourly_activity", "reconciled")].metadata["compared_rows"] == fired.count()
+
+    newest = fired.agg(F.max("window_start")).collect()[0][0]
+    land(p1, tmp_path, "fct_c360_hourly_activity", change=lambda rows: rows.withColumn(  # the newest fired hour wrong
+        "event_count", F.when(F.col("window_start") == F.lit(newest), F.col("event_count") + 1)
+        .otherwise(F.col("event_count"))))
+    outcomes = p1.outcomes("fct_c360_hourly_activity", reader=reader, only=CheckName.RECONCILED)
+    assert failed(outcomes) == [("fct_c360_hourly_activity", "reconciled")]
