@@ -9,8 +9,10 @@ statement it touched is healthy once it settled.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,13 +44,27 @@ class Unhealthy(RuntimeError):
 
 @dataclass
 class Deployment:
-    """One plan, run once. Iterate `run()` for results as steps finish; `results` keeps them."""
+    """One plan, run once. Iterate `run()` for results as steps finish; `results` keeps them.
+
+    The project's lease is held from planning until the run ends; a deployment that is never run
+    frees it at the end of its `with` block, or when it is garbage collected (a script that only
+    prints the plan), so no one waits for the lease to go stale."""
 
     plan: DeploymentPlan
     executor: PlanExecutor
     graph: ProjectGraph
     lease: DeploymentLease | None = None  # held from planning to the end of the run
     results: list[StepResult] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.lease is not None:
+            weakref.finalize(self, _release_unrun, self.lease)
+
+    def __enter__(self) -> Deployment:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release()
 
     def __str__(self) -> str:
         return render_plan(self.plan)
@@ -101,6 +117,15 @@ class Deployment:
         skipped = [d for d in self.graph.descendants(table) if d in planned]
         self.executor.block(skipped, reason)
         return skipped
+
+
+def _release_unrun(lease: DeploymentLease) -> None:
+    """The lease of a deployment dropped without running (a no-op once it ran); never raises, as a
+    finalizer must not (the service may be gone when the interpreter exits)."""
+    try:
+        lease.release()
+    except Exception as error:  # noqa: BLE001 - said, then let the lease go stale
+        logging.getLogger(__name__).warning("could not release the deployment lease %s: %s", lease.name, error)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 the CLI): the project's lease makes the second plan after the first ran, so each table is deployed
 once and both end with a clear outcome."""
 
+import gc
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -44,3 +45,26 @@ def test_overlapping_deployments_deploy_each_table_once(service):  # type: ignor
     phases = {s.name: s.phase for s in client.list_statements() if "-dml-" in s.name}
     assert all(phase == "RUNNING" for phase in phases.values()), phases
     assert not [s for s in client.list_statements() if "-lease-" in s.name]  # released by both
+
+
+def test_a_plan_a_script_never_runs_frees_the_lease(service):  # type: ignore[no-untyped-def]
+    """A script that plans to print it (or leaves a `with` block) does not keep the project locked
+    for the hour a lease takes to go stale."""
+    graph = ProjectGraph(build_inventory(PROJECT / "pipelines"))
+    client = client_for(service.url)
+
+    def deployer(holder: str) -> Deployer:
+        return Deployer(client=client, graph=graph, config=local_defaults(service.url), seeds_dir=PROJECT / "seeds",
+                        holder=holder, lease_wait_seconds=2)
+
+    def leases() -> list[str]:
+        return [s.name for s in client.list_statements() if "-lease-" in s.name]
+
+    with deployer("script a").deploy(["src_x"]) as planned:
+        assert planned.plan.targets == ["src_x"] and leases()
+    assert not leases()
+    printed = str(deployer("script b").deploy(["src_x"]))  # planned, printed, dropped
+    assert "src_x" in printed, printed
+    gc.collect()
+    assert not leases()
+    deployer("script c").deploy(["src_x"]).wait()  # another holder plans at once
