@@ -17,6 +17,11 @@ time or on more data than a local run has:
 - Per partition the watermark is its highest event time minus the delay; a source's watermark is
   the minimum over its partitions (Flink's per-split watermarks, merged as on a shuffle), and an
   operator's the minimum over its inputs. None ever decreases.
+- Once a run caught up, every input of an operator is idle (below), and Flink's watermark valve
+  then emits the highest watermark of its inputs: so with idleness on, an operator ends each run at
+  the highest of its inputs' watermarks (a temporal join whose versioned table lags its probe
+  side still emits the probe rows the probe's watermark passed, as a caught-up Confluent statement
+  does once the idle timeout elapsed).
 - Idle partitions. Confluent Cloud detects idleness by default (15 s growing to 5 min): a
   partition without records for that long stops holding the watermark back. Locally a partition
   without new records in a run is idle for that run (the timeout taken as elapsed between runs,
@@ -31,6 +36,20 @@ time or on more data than a local run has:
   column as a window's time, where a streaming statement needs the time attribute.
 - Record times written: a window result gets window_end - 1 ms (Flink's window_time, windows.py), a
   stateless row its input record's time, any other stateful row the time it is written (jobs.py).
+- Event-time operators besides window aggregations hold a row until the watermark passes its time:
+  an OVER aggregate ordered by the time attribute (Flink's RowTime*PrecedingFunction), a keep-first
+  deduplication, ROW_NUMBER() ... ORDER BY time ASC = 1 (RowTimeDeduplicateKeepFirstRowFunction),
+  and an event-time temporal join's probe side (TemporalRowTimeJoinOperator). Locally the tables
+  feeding them (Scan.event_time, tagged by the translator) are read without the rows whose time
+  is above the query's watermark, so the recompute (jobs.py) emits a row in the run whose
+  watermark passes it. A keep-last deduplication (ORDER BY time DESC) emits at once and updates,
+  as Flink's RowTimeDeduplicateFunction does: nothing is held.
+- Late rows of those operators (read once the watermark already passed their time) are not dropped
+  locally yet: the recompute counts them, where Flink's OVER drops a row not later than its key's
+  last emitted one, keep-first deduplication one below the watermark, and a temporal join joins a
+  late probe row with the versions its state still holds. SESSION windows (windows.py) are gated
+  as the other window TVFs: a fired session is never emitted again, but a late record can still
+  merge into a session not fired yet.
 """
 
 from __future__ import annotations
@@ -48,7 +67,7 @@ from shift_left_dagster.local.catalog import ROWTIME, TableDef
 from shift_left_dagster.local.store import SourceProgress
 from shift_left_dagster.project.dialect import TableArgument
 from shift_left_dagster.project.parsing import FLINK
-from shift_left_dagster.translation.spark import WINDOW_TVFS
+from shift_left_dagster.translation.spark import WINDOW_TVFS, Scan, SparkQuery
 
 MIN_WATERMARK, MAX_WATERMARK = -(2**62), 2**62  # epoch milliseconds: before and after any event
 DEFAULT_DELAY_MS = 1
@@ -129,13 +148,22 @@ def source_watermark(progress: SourceProgress, fresh: Mapping[int, int | None], 
     return min(t for t in seen if t is not None) - spec.delay_ms
 
 
-def combine(previous: int | None, inputs: Iterable[int | None]) -> int | None:
-    """An operator's watermark: the minimum over its inputs that are not idle, never decreasing."""
+def combine(previous: int | None, inputs: Iterable[int | None], settled: Iterable[int | None] = ()) -> int | None:
+    """An operator's watermark after a run: the minimum over its inputs that are not idle, or, once
+    every input is idle (`settled`: each input's last watermark; empty when idleness is off), the
+    highest of those; never decreasing."""
+    candidates = [w for w in [previous, max((w for w in settled if w is not None), default=None)] if w is not None]
     active = [w for w in inputs if w is not None]
-    if not active:
-        return previous
-    current = min(active)
-    return current if previous is None else max(previous, current)
+    if active:
+        candidates.append(min(active))
+    return max(candidates) if candidates else None
+
+
+def watermark_inputs(query: SparkQuery) -> list[Scan]:
+    """The scans whose sources make a query's watermark: a window aggregation's every input, else
+    those of its event-time operators (their tagged tables and temporal joins' versioned tables)."""
+    held = [s for s in query.scans if s.event_time]
+    return held + [s for s in query.scans if s.versioned] if held else query.scans
 
 
 def check_time_attributes(query: exp.Expression, table_of: Callable[[exp.Table], TableDef | None]) -> None:

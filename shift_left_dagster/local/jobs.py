@@ -7,7 +7,10 @@ record's op and time. Every other job recomputes its query over the state of
 its inputs and writes the changelog of the difference against what it wrote
 before (its own batches), so an upsert sink ends as Flink would hold it.
 Window aggregations are the exception: they append the windows the run's
-watermark fired (windows.py, event_time.py). A SELECT appends its changelog to
+watermark fired (windows.py, event_time.py). Other event-time operators (OVER
+aggregates, keep-first deduplication, event-time temporal joins) recompute over
+their inputs without the rows above the run's watermark: a row is emitted in
+the run whose watermark passes its time (event_time.py). A SELECT appends its changelog to
 its results (results.py); in snapshot mode ('sql.snapshot.mode' = 'now') every
 source is bounded at its current end, as Confluent Cloud's snapshot queries.
 """
@@ -45,6 +48,7 @@ from shift_left_dagster.local.event_time import (
     combine,
     idleness,
     source_watermark,
+    watermark_inputs,
     watermark_spec,
 )
 from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_options, start_offsets
@@ -239,6 +243,9 @@ class Jobs:
             table = self.store.table(resolve(scan.table, properties))
             if table is None:
                 raise missing_table(resolve(scan.table, properties))
+            if scan.event_time and (is_snapshot(properties) or  # bounded: every row is emitted at its end
+                                    scan.event_time.lower() != watermark_spec(table).column.lower()):
+                scan.event_time = None  # not the time attribute: no event-time operator in Flink either
             options = scan_options(table.options, scan.options, properties)
             if job.options.setdefault(table.uid, options) != options:
                 raise JobError(f"Table '{table.name}' is read twice with different scan options; the local "
@@ -270,7 +277,8 @@ class Jobs:
              upper: dict[str, dict[int, int]] | None = None, incremental: bool = False,
              empty: bool = False, fired: tuple[int, int] | None = None) -> DataFrame:
         """The query's DataFrame over its sources' views (all records when no range is given,
-        none when `empty`); a window aggregation's windows are those `fired` selects (default: all)."""
+        none when `empty`); a window aggregation's windows are those `fired` selects (default: all),
+        and an event-time operator's input rows those at or below its watermark (`fired`'s second)."""
         for scan in query.scans:
             table = job.sources[scan.view]
             progress = next((p for p in (state.sources.values() if state else []) if p.table_uid == table.uid), None)
@@ -292,6 +300,8 @@ class Jobs:
                 frame = self.views.changes(table, ranges)
             else:
                 frame = self.views.state(table, ranges)
+            if scan.event_time and fired is not None:
+                frame = _released(frame, scan.event_time, fired[1])
             frame.createOrReplaceTempView(scan.view)
         if isinstance(query, WindowedQuery):
             return self.spark.sql(query.sql, args=fired_args(fired))
@@ -331,24 +341,30 @@ class Jobs:
         return output
 
     def _fire(self, job: Job, state: RunState, upper: dict[str, dict[int, int]]) -> dict[str, tuple[int, int]]:
-        """Per window aggregation (by watermark key), the watermarks it fires windows between in this
-        run, (before, after]: each source's watermark after reading [next, upper), combined per query."""
-        windowed = [(key, query) for key, query in job.queries() if isinstance(query, WindowedQuery)]
-        if not windowed:
-            return {}
+        """Per query with event-time operators (by watermark key), the watermarks (before, after] of this
+        run: each source's watermark after reading [next, upper), combined per query (event_time.py)."""
+        timed = [(key, query) for key, query in job.queries()
+                 if isinstance(query, WindowedQuery) or any(s.event_time for s in query.scans)]
+        inputs = {key: {job.sources[s.view].uid for s in watermark_inputs(query)} for key, query in timed}
+        read = set().union(*inputs.values())
         marks: dict[str, int | None] = {}
         for progress in state.sources.values():
             uid = progress.table_uid
+            if uid not in read:
+                continue
             table = next(t for t in job.sources.values() if t.uid == uid)
             spec = watermark_spec(table)
             ranges = {p: (progress.next.get(p, 0), upper[uid][p]) for p in range(table.partitions)}
             ended = progress.bound is not None and all(upper[uid].get(p, 0) >= end for p, end in progress.bound.items())
             marks[uid] = source_watermark(progress, self.views.highest_times(table, spec.column, ranges), spec,
                                           table.partitions, idle_partitions=job.idle_partitions, ended=ended)
+            progress.watermark = combine(progress.watermark, [marks[uid]])
         fired: dict[str, tuple[int, int]] = {}
-        for key, query in windowed:
+        for key, _query in timed:
             before = state.watermarks.get(key)
-            after = combine(before, [marks[u] for u in {job.sources[s.view].uid for s in query.scans}])
+            settled = [p.watermark for p in state.sources.values() if p.table_uid in inputs[key]] \
+                if job.idle_partitions else []
+            after = combine(before, [marks[u] for u in inputs[key]], settled)
             if after is not None:
                 state.watermarks[key] = after
             fired[key] = (MIN_WATERMARK if before is None else before, MIN_WATERMARK if after is None else after)
@@ -453,6 +469,11 @@ class Jobs:
         pick = [F.when(in_new, F.col(f"n.`{c}`")).otherwise(F.col(f"o.`{c}`")).alias(c) for c in stored + [ROWTIME]]
         return joined.where(~unchanged).select(*pick, op.cast("tinyint").alias(OP))
 
+
+
+def _released(frame: DataFrame, column: str, watermark: int) -> DataFrame:
+    """The rows an event-time operator has been released: time at or below its watermark (epoch ms)."""
+    return frame.where(F.unix_millis(F.col(f"`{column}`").cast("timestamp")) <= F.lit(watermark))
 
 
 def _normalized_sink(sink: Sink, job: Job, query: exp.Expression, upserts: list[str]) -> None:

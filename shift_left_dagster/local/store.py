@@ -76,11 +76,12 @@ class SourceProgress(BaseModel):
     bound: dict[int, int] | None = None
     next: dict[int, int] = Field(default_factory=dict)
     max_time: dict[int, int] = Field(default_factory=dict)
+    watermark: int | None = None  # the source's watermark after the last run that read it (event_time.py)
 
 
 class RunState(BaseModel):
-    """A statement's persisted progress, keyed by source table name; `watermarks` holds, per
-    windowed query (windows.py), the watermark its windows have fired up to (epoch ms)."""
+    """A statement's persisted progress, keyed by source table name; `watermarks` holds, per query
+    with event-time operators (windows.py, event_time.py), the watermark it has emitted up to (epoch ms)."""
 
     sources: dict[str, SourceProgress] = Field(default_factory=dict)
     runs: int = 0

@@ -1,8 +1,8 @@
 """Window aggregations emit each window once, when the watermark passes its end.
 
-Flink's window aggregation (GROUP BY window_start, window_end over a TUMBLE, HOP or CUMULATE
-TVF) emits no intermediate result, only the final one at the end of each window, so its output
-is append-only (docs.confluent.io, "Window Aggregation Queries": "it emits a row only once, at
+Flink's window aggregation (GROUP BY window_start, window_end over a TUMBLE, HOP, CUMULATE or
+SESSION TVF) emits no intermediate result, only the final one at the end of each window, so its
+output is append-only (docs.confluent.io, "Window Aggregation Queries": "it emits a row only once, at
 the end of each window"). A window fires when the watermark reaches window_end - 1 ms, and its
 result row carries window_time = window_end - 1 ms as its time.
 

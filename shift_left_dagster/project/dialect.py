@@ -25,9 +25,10 @@ class StatementSet(exp.Expression):
 
 
 class TableArgument(exp.Expression):
-    """`TABLE t` as a table-valued function argument (window TVFs)."""
+    """`TABLE t [PARTITION BY c, ...]` as a table-valued function argument (window TVFs; SESSION
+    windows are per partition key)."""
 
-    arg_types = {"this": True}
+    arg_types = {"this": True, "partition_by": False}
 
 
 class OptionsHint(exp.Expression):
@@ -237,7 +238,12 @@ class FlinkParser(parser.Parser):
                 self._next.token_type in self.ID_VAR_TOKENS
             ):
                 self._advance()
-                return self.expression(TableArgument(this=self._parse_table_parts()))
+                table = self._parse_table_parts()
+                keys = None
+                if self._match(TokenType.PARTITION_BY):  # one key, or several in parentheses
+                    keys = self._parse_wrapped_csv(self._parse_column) if self._curr and \
+                        self._curr.token_type == TokenType.L_PAREN else [self._parse_column()]
+                return self.expression(TableArgument(this=table, partition_by=keys))
         return super()._parse_lambda(alias=alias)
 
     def _parse_table_parts(self, *args, **kwargs):  # type: ignore[override]
@@ -304,7 +310,8 @@ class FlinkGenerator(generator.Generator):
         return f"EXECUTE STATEMENT SET{self.sep()}BEGIN{self.sep()}{inserts}END"
 
     def tableargument_sql(self, expression: TableArgument) -> str:
-        return f"TABLE {self.sql(expression, 'this')}"
+        keys = self.expressions(expression, key="partition_by", flat=True)
+        return f"TABLE {self.sql(expression, 'this')}" + (f" PARTITION BY ({keys})" if keys else "")
 
     def optionshint_sql(self, expression: OptionsHint) -> str:
         pairs = ", ".join(
@@ -390,6 +397,7 @@ class Flink(Dialect):
             "STRING": TokenType.TEXT,
             "TIMESTAMP_LTZ": TokenType.TIMESTAMPLTZ,
         }
+        KEYWORDS.pop("SESSION")  # the SESSION window table function, a plain name in Flink SQL
 
     Parser = FlinkParser
     Generator = FlinkGenerator

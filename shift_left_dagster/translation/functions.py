@@ -248,8 +248,7 @@ FUNCTIONS: dict[str, Fn] = {
     # catalog
     "CURRENT_DATABASE": _unsupported("CURRENT_DATABASE()"),
     # table functions and Confluent Cloud additions
-    "UNNEST": NATIVE, "TUMBLE": NATIVE, "HOP": NATIVE, "CUMULATE": NATIVE,
-    "SESSION": _unsupported("the SESSION window table function"),
+    "UNNEST": NATIVE, "TUMBLE": NATIVE, "HOP": NATIVE, "CUMULATE": NATIVE, "SESSION": NATIVE,
     "MATCH_RECOGNIZE": _unsupported("MATCH_RECOGNIZE"),
     "ML_PREDICT": _unsupported("ML_PREDICT"), "ML_EVALUATE": _unsupported("ML_EVALUATE"),
     "VECTOR_SEARCH": _unsupported("VECTOR_SEARCH"), "AI_COMPLETE": _unsupported("AI_COMPLETE"),

@@ -28,7 +28,7 @@ HIDDEN = {HIDDEN_OP: OP, HIDDEN_ROWTIME: ROWTIME, HIDDEN_SEQ: OFFSET}
 # Validity interval columns of a versioned table's view (temporal joins).
 VALID_FROM, VALID_TO = "__sl_valid_from", "__sl_valid_to"
 
-WINDOW_TVFS = ("TUMBLE", "HOP", "CUMULATE")
+WINDOW_TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
 _MICROS = {"SECOND": 1_000_000, "MINUTE": 60_000_000, "HOUR": 3_600_000_000, "DAY": 86_400_000_000}
 _UNSUPPORTED_FUNCTIONS = {name: fn.unsupported for name, fn in FUNCTIONS.items() if fn.unsupported}
 # Names Flink gives a derived table or a projection that has none (Spark's would differ).
@@ -51,6 +51,9 @@ class Scan:
     table: exp.Table
     options: dict[str, str]
     versioned: bool = False  # the build side of a temporal join: every version, with validity intervals
+    # The time column an event-time operator reads this table's rows by (an OVER aggregate, a keep-first
+    # deduplication, the probe side of a temporal join): the engine holds rows above its watermark.
+    event_time: str | None = None
 
 
 @dataclass
@@ -79,6 +82,7 @@ def translate_query(query: exp.Expression, columns_of: ColumnsOf, *, incremental
     ctes = {cte.alias_or_name: cte.this for cte in tree.find_all(exp.CTE)}
     _expand_window_tvfs(tree, columns_of, ctes)
     _expand_stars(tree, columns_of, ctes)
+    _mark_event_time_inputs(tree, ctes)
     scans = _replace_tables(tree, set(ctes))
     tree = rewrite_bottom_up(tree)
     if incremental:
@@ -173,7 +177,7 @@ def _values_select(values: exp.Values) -> exp.Select:
 
 
 def _expand_window_tvfs(tree: exp.Expression, columns_of: ColumnsOf, ctes: dict[str, exp.Expression]) -> None:
-    """TABLE(TUMBLE|HOP|CUMULATE(TABLE t, DESCRIPTOR(c), ...)) -> a derived table adding
+    """TABLE(TUMBLE|HOP|CUMULATE|SESSION(TABLE t, DESCRIPTOR(c), ...)) -> a derived table adding
     window_start, window_end (TIMESTAMP) and window_time (the time attribute's type)."""
     for table in list(tree.find_all(exp.Table)):
         call = table.this
@@ -190,13 +194,20 @@ def _expand_window_tvfs(tree: exp.Expression, columns_of: ColumnsOf, ctes: dict[
         source: exp.Table = args[0].this
         time_column = args[1].expressions[0].name
         sizes = [_interval_micros(a, line) for a in args[2:]]
-        windows = _window_bounds(tvf.name.upper(), sizes, line)
         names = _source_columns(source, columns_of, ctes)
         inner_source = source.copy()
         inner_source.set("alias", exp.TableAlias(this=exp.to_identifier("__sl_w_in")))
         columns = ", ".join(f"`__sl_w_in`.`{n}`" for n in names)
         us = f"unix_micros(CAST(`__sl_w_in`.`{time_column}` AS TIMESTAMP))"
-        exploded = _spark_tree(f"SELECT {columns}, explode({windows.format(us=us)}) AS `__sl_w` FROM __sl_w_source")
+        keys = args[0].args.get("partition_by") or []
+        if tvf.name.upper() == "SESSION":
+            exploded = _sessions(names, us, [k.name for k in keys], sizes, line)
+        elif keys:
+            raise Unsupported(f"{tvf.name.upper()} with PARTITION BY", line)
+        else:
+            windows = _window_bounds(tvf.name.upper(), sizes, line)
+            exploded = _spark_tree(f"SELECT {columns}, explode({windows.format(us=us)}) AS `__sl_w` "
+                                   f"FROM __sl_w_source")
         exploded.find(exp.Table).replace(inner_source)
         outer = ", ".join(f"`{n}`" for n in names)
         derived = _spark_tree(
@@ -214,6 +225,28 @@ def _spark_tree(spark_sql: str) -> exp.Expression:
     for node in tree.walk():
         node.meta["spark"] = True
     return tree
+
+
+def _sessions(names: list[str], us: str, keys: list[str], sizes: list[int], line: int) -> exp.Expression:
+    """The records of a SESSION TVF with their session's (s, e) bounds in micros as `__sl_w`: per
+    partition key, in time order, a record at most the gap after the previous one joins its session
+    (Flink merges the windows [t, t + gap) that overlap or touch); s is its first time, e its last + gap."""
+    if len(sizes) != 1:
+        raise Unsupported(f"SESSION with {len(sizes)} interval argument(s)", line)
+    gap = sizes[0]
+    by = f"PARTITION BY {', '.join(f'`{k}`' for k in keys)} " if keys else ""
+    outer = ", ".join(f"`{n}`" for n in names)
+    columns = ", ".join(f"`__sl_w_in`.`{n}`" for n in names)
+    opens = (f"CASE WHEN `__sl_us` - lag(`__sl_us`) OVER ({by}ORDER BY `__sl_us`) <= {gap} THEN 0 ELSE 1 END")
+    numbered = f"sum(`__sl_opens`) OVER ({by}ORDER BY `__sl_us` ROWS UNBOUNDED PRECEDING)"
+    session = f"{by.rstrip()}{', ' if keys else 'PARTITION BY '}`__sl_session`"
+    return _spark_tree(
+        f"SELECT {outer}, named_struct('s', min(`__sl_us`) OVER ({session}), "
+        f"'e', max(`__sl_us`) OVER ({session}) + {gap}) AS `__sl_w` FROM ("
+        f"SELECT {outer}, `__sl_us`, {numbered} AS `__sl_session` FROM ("
+        f"SELECT {outer}, `__sl_us`, {opens} AS `__sl_opens` FROM ("
+        f"SELECT {columns}, {us} AS `__sl_us` FROM __sl_w_source) AS `__sl_w_times`) AS `__sl_w_opens`) "
+        f"AS `__sl_w_sessions`")
 
 
 def _window_bounds(kind: str, sizes: list[int], line: int) -> str:
@@ -314,6 +347,86 @@ def _output_names(query: exp.Expression, columns_of: ColumnsOf, ctes: dict[str, 
     raise Unsupported(f"SELECT * over {query.key.upper()}", line_of(query))
 
 
+# --- event-time operators -------------------------------------------------------------------
+
+_EVENT_TIME = "event_time"
+_RANKINGS = (exp.Rank, exp.DenseRank, exp.Ntile, exp.PercentRank, exp.CumeDist)  # Flink's Rank, no event time
+
+
+def _mark_event_time_inputs(tree: exp.Expression, ctes: dict[str, exp.Expression]) -> None:
+    """Tag the base tables feeding an operator that emits on the watermark with the time column it
+    reads them by: an OVER aggregate ORDER BY one column, a ROW_NUMBER() ... ORDER BY c ASC kept
+    at 1 (Flink's keep-first deduplication; keep-last emits at once), and the probe side of a
+    temporal join FOR SYSTEM_TIME AS OF a column. The engine keeps the tag only where the column is
+    the table's time attribute (otherwise Flink runs no event-time operator)."""
+    for window in list(tree.find_all(exp.Window)):
+        select = window.find_ancestor(exp.Select)
+        order = _window_order(window, select)
+        if select is None or order is None:
+            continue
+        if isinstance(window.this, exp.RowNumber):
+            if order.args.get("desc") or not _kept_at_one(window, select):
+                continue
+        elif isinstance(window.this, _RANKINGS):
+            continue
+        _mark_inputs(select, order.this.name, ctes, probe=False)
+    for join in list(tree.find_all(exp.Join)):
+        version = join.this.args.get("version") if isinstance(join.this, exp.Table) else None
+        select = join.parent
+        if version is not None and isinstance(version.expression, exp.Column) and isinstance(select, exp.Select):
+            _mark_inputs(select, version.expression.name, ctes, probe=True)
+
+
+def _window_order(window: exp.Window, select: exp.Select | None) -> exp.Ordered | None:
+    """The one ORDER BY column of an OVER (inline or a named WINDOW), else None."""
+    if isinstance(window.this, exp.Identifier) or isinstance(window.parent, exp.Select) and \
+            window in (window.parent.args.get("windows") or []):
+        return None  # a WINDOW w AS (...) definition itself
+    spec: exp.Expression = window
+    if window.args.get("order") is None and not window.args.get("partition_by") and select is not None:
+        name = window.alias
+        spec = next((w for w in select.args.get("windows") or [] if w.this.name == name), window)
+    order = spec.args.get("order")
+    if order is None or len(order.expressions) != 1 or not isinstance(order.expressions[0].this, exp.Column):
+        return None
+    return order.expressions[0]
+
+
+def _kept_at_one(window: exp.Window, select: exp.Select) -> bool:
+    """ROW_NUMBER() AS rn in a derived table whose outer query keeps rn = 1 (or rn <= 1, rn < 2)."""
+    alias = window.parent.alias if isinstance(window.parent, exp.Alias) else None
+    outer = select.parent.parent.parent if isinstance(select.parent, exp.Subquery) and \
+        isinstance(select.parent.parent, exp.From) else None
+    where = outer.args.get("where") if isinstance(outer, exp.Select) else None
+    if alias is None or where is None:
+        return False
+    for node in where.find_all(exp.EQ, exp.LTE, exp.LT):
+        bound = {exp.EQ: "1", exp.LTE: "1", exp.LT: "2"}[type(node)]
+        if isinstance(node.this, exp.Column) and node.this.name == alias and \
+                isinstance(node.expression, exp.Literal) and node.expression.name == bound:
+            return True
+    return False
+
+
+def _mark_inputs(select: exp.Select, column: str, ctes: dict[str, exp.Expression], *, probe: bool) -> None:
+    """Tag the base tables of the select's FROM and joins (only its FROM when the operator is a
+    temporal join: the probe side), through derived tables and CTEs."""
+    from_ = select.args.get("from_")
+    relations = ([from_.this] if from_ else []) + ([] if probe else [j.this for j in select.args.get("joins") or []])
+    for relation in relations:
+        _mark_tables(relation, column, ctes)
+
+
+def _mark_tables(node: exp.Expression, column: str, ctes: dict[str, exp.Expression]) -> None:
+    for table in node.find_all(exp.Table):
+        if table.args.get("version") is not None:
+            continue  # a temporal join's versioned side is read whole
+        if not table.args.get("db") and table.name in ctes:
+            _mark_tables(ctes[table.name], column, ctes)
+        elif isinstance(table.this, exp.Identifier):
+            table.meta[_EVENT_TIME] = column
+
+
 # --- base tables --------------------------------------------------------------------------
 
 
@@ -332,7 +445,8 @@ def _replace_tables(tree: exp.Expression, cte_names: set[str]) -> list[Scan]:
         hints = table.args.get("hints") or []
         options = {k: v for h in hints if isinstance(h, OptionsHint) for k, v in h.options.items()}
         version = table.args.get("version")
-        scan = Scan(view=f"sl_{next(_views)}", table=table.copy(), options=options, versioned=version is not None)
+        scan = Scan(view=f"sl_{next(_views)}", table=table.copy(), options=options, versioned=version is not None,
+                    event_time=table.meta.get(_EVENT_TIME))
         scans.append(scan)
         alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name))
         replacement = exp.Table(this=exp.to_identifier(scan.view), alias=alias)

@@ -20,21 +20,7 @@ from tests.oracle.local import run_local
 
 # Cases the two engines do not agree on yet, each with the exact reason: case -> why. Each is an
 # xfail(strict=True) in the test, so it fails the day the two agree (then take it out of this list).
-KNOWN_DIFFERENCES: dict[str, str] = {
-    "c360_fct_purchase": (
-        "event-time temporal join: the local engine joins a purchase as soon as it is read; Flink emits it once "
-        "the join's watermark passes its $rowtime, so the purchase at the last event time (pur-5) is still held."),
-    "dedup_keep_first": (
-        "ROW_NUMBER() OVER (... ORDER BY $rowtime ASC) = 1: Flink's event-time deduplication emits a key's first "
-        "row once the watermark passes it (an earlier row could still come); the local engine emits it at once "
-        "(c@x.io, at the last event time)."),
-    "over_aggregate": (
-        "OVER (... ORDER BY $rowtime RANGE ...): Flink emits a row once the watermark passes its time; the local "
-        "engine emits every row at once (the last deposit, still held by Flink)."),
-    "window_session": (
-        "SESSION window TVF: the Flink dialect (project/dialect.py) does not parse `SESSION(`, and the translator "
-        "(translation/functions.py) lists SESSION as unsupported: the statement fails locally."),
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 
 @dataclass

@@ -104,7 +104,7 @@ def test_every_table_entry_says_exactly_one_thing():
 
 
 # Table functions and clauses are called in their own syntax (tests/integration/test_errors_and_apis.py).
-NOT_SCALAR = {"SESSION", "MATCH_RECOGNIZE", "VECTOR_SEARCH", "OVERLAPS", "LOCALTIME", "CURRENT_TIME",
+NOT_SCALAR = {"MATCH_RECOGNIZE", "VECTOR_SEARCH", "OVERLAPS", "LOCALTIME", "CURRENT_TIME",
               "TO_CHANGELOG", "FROM_CHANGELOG"}
 
 
