@@ -15,7 +15,8 @@ local_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__
 
 DataDirOption = Annotated[
     Optional[Path],
-    typer.Option("--data-dir", help="service data folder (default: $SHIFT_LEFT_LOCAL_DATA, else ./.shift_left_dagster/local)"),
+    typer.Option("--data-dir",
+                 help="service data folder (default: $SHIFT_LEFT_LOCAL_DATA, else ./.shift_left_dagster/local)"),
 ]
 
 
@@ -40,7 +41,8 @@ def _print(info: LocalServiceInfo, as_json: bool) -> None:
 def start(
     data_dir: DataDirOption = None,
     port: Annotated[Optional[int], typer.Option(
-        "--port", help="port on 127.0.0.1 (0: any free port; default: the recorded one, else 8084, else a free one)")] = None,
+        "--port",
+        help="port on 127.0.0.1 (0: any free port; default: the recorded one, else 8084, else a free one)")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="print the status as JSON")] = False,
 ) -> None:
     """Start this data folder's service in the background (already running: print its status).
@@ -59,7 +61,8 @@ def start(
 @local_app.command()
 def status(
     data_dir: DataDirOption = None,
-    as_json: Annotated[bool, typer.Option("--json", help="print url, ids, api key and secret, running as JSON")] = False,
+    as_json: Annotated[bool, typer.Option("--json",
+                                          help="print url, ids, api key and secret, running as JSON")] = False,
 ) -> None:
     """Where the service is and whether it runs."""
     from shift_left_dagster.local.process import status as service_status

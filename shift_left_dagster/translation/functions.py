@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlglot import exp
 
-Builder = Callable[[list[exp.Expression]], exp.Expression]
+Builder = Callable[[list[exp.Expr]], exp.Expr]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ def _unsupported(reason: str) -> Fn:
     return Fn(unsupported=reason)
 
 
-def _call(name: str, *args: exp.Expression) -> exp.Anonymous:
+def _call(name: str, *args: exp.Expr) -> exp.Anonymous:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
@@ -52,11 +52,11 @@ def _string(value: str) -> exp.Literal:
     return exp.Literal.string(value)
 
 
-def _number(value: int) -> exp.Literal:
+def _number(value: int) -> exp.Literal | exp.Neg:
     return exp.Literal.number(value)
 
 
-def _parse(sql: str, **args: exp.Expression) -> exp.Expression:
+def _parse(sql: str, **args: exp.Expr) -> exp.Expr:
     """A Spark expression template whose `{name}` placeholders are replaced by argument trees."""
     import sqlglot
 
@@ -68,7 +68,7 @@ def _parse(sql: str, **args: exp.Expression) -> exp.Expression:
     return tree
 
 
-def _hash_code(args: list[exp.Expression]) -> exp.Expression:
+def _hash_code(args: list[exp.Expr]) -> exp.Expr:
     """Java's String.hashCode (s[0]*31^(n-1) + ... as a 32-bit int) of the value as a string."""
     return _parse(
         "CAST(CASE WHEN {v} IS NULL THEN NULL ELSE "
@@ -78,30 +78,30 @@ def _hash_code(args: list[exp.Expression]) -> exp.Expression:
         v=args[0])
 
 
-def _split_index(args: list[exp.Expression]) -> exp.Expression:
+def _split_index(args: list[exp.Expr]) -> exp.Expr:
     text, delimiter, index = args
     return _parse("IF({i} < 0, NULL, try_element_at(split({s}, concat('\\\\Q', {d}, '\\\\E')), {i} + 1))",
                   s=text, d=delimiter, i=index)
 
 
-def _rand_integer(args: list[exp.Expression]) -> exp.Expression:
+def _rand_integer(args: list[exp.Expr]) -> exp.Expr:
     if len(args) == 2:
         return _parse("CAST(floor(rand({seed}) * {n}) AS INT)", seed=args[0], n=args[1])
     return _parse("CAST(floor(rand() * {n}) AS INT)", n=args[0])
 
 
-def _element(args: list[exp.Expression]) -> exp.Expression:
+def _element(args: list[exp.Expr]) -> exp.Expr:
     return _parse("IF(size({a}) > 1, raise_error('ELEMENT: the array has more than one element'), "
                   "try_element_at({a}, 1))", a=args[0])
 
 
-def _json_string(args: list[exp.Expression]) -> exp.Expression:
+def _json_string(args: list[exp.Expr]) -> exp.Expr:
     """JSON_STRING(v): v as JSON text; NULL stays NULL (a JSON `null` is never written)."""
     return _parse("CASE WHEN {v} IS NULL THEN NULL "
                   "ELSE regexp_extract(to_json(named_struct('v', {v})), '^\\\\{{\"v\":(.*)\\\\}}$', 1) END", v=args[0])
 
 
-def _json_array(args: list[exp.Expression]) -> exp.Expression:
+def _json_array(args: list[exp.Expr]) -> exp.Expr:
     """JSON_ARRAY(v, ...): Flink's default is ABSENT ON NULL (NULL elements left out); no argument is []."""
     if not args:
         return _string("[]")
@@ -110,18 +110,18 @@ def _json_array(args: list[exp.Expression]) -> exp.Expression:
     return _parse(f"concat('[', array_join(filter(array({elements}), x -> x IS NOT NULL), ','), ']')", **texts)
 
 
-def _collect(args: list[exp.Expression]) -> exp.Expression:
+def _collect(args: list[exp.Expr]) -> exp.Expr:
     """COLLECT(v): the MULTISET of the non-NULL values, held as MAP<value, count> (values.py)."""
     return _parse("map_from_entries(transform(array_distinct(collect_list({v})), "
                   "e -> struct(e, size(filter(collect_list({v}), x -> x = e)))))", v=args[0])
 
 
-def _two_arguments(name: str, args: list[exp.Expression]) -> None:
+def _two_arguments(name: str, args: list[exp.Expr]) -> None:
     if len(args) != 2:
         raise UnknownFunction(name, f"{name} with other than (value, path) arguments")
 
 
-def _json_scalar(args: list[exp.Expression]) -> exp.Expression:
+def _json_scalar(args: list[exp.Expr]) -> exp.Expr:
     """JSON_VALUE(s, path): the scalar at path, NULL where it is an object or an array (Spark's
     get_json_object returns those as JSON text). The value is computed once (a one-element lambda)."""
     _two_arguments("JSON_VALUE", args)
@@ -130,7 +130,7 @@ def _json_scalar(args: list[exp.Expression]) -> exp.Expression:
                   s=args[0], p=args[1])
 
 
-def _json_query(args: list[exp.Expression]) -> exp.Expression:
+def _json_query(args: list[exp.Expr]) -> exp.Expr:
     """JSON_QUERY(s, path): the object or array at path (compact JSON), NULL where it is a scalar."""
     _two_arguments("JSON_QUERY", args)
     return _parse("try_element_at(transform(array(get_json_object({s}, {p})), __sl_j -> "
@@ -138,13 +138,13 @@ def _json_query(args: list[exp.Expression]) -> exp.Expression:
                   s=args[0], p=args[1])
 
 
-def _convert_tz(args: list[exp.Expression]) -> exp.Expression:
+def _convert_tz(args: list[exp.Expr]) -> exp.Expr:
     text, source, target = args
     return _parse("date_format(convert_timezone({f}, {t}, to_timestamp_ntz({s})), 'yyyy-MM-dd HH:mm:ss')",
                   s=text, f=source, t=target)
 
 
-def _map_union(args: list[exp.Expression]) -> exp.Expression:
+def _map_union(args: list[exp.Expr]) -> exp.Expr:
     """MAP_UNION(m1, m2, ...): later maps win on equal keys (Spark's map_concat refuses duplicates)."""
     merged = args[0]
     for other in args[1:]:
@@ -153,7 +153,7 @@ def _map_union(args: list[exp.Expression]) -> exp.Expression:
     return merged
 
 
-def _regexp_like(args: list[exp.Expression]) -> exp.Expression:
+def _regexp_like(args: list[exp.Expr]) -> exp.Expr:
     return exp.RegexpLike(this=args[0], expression=args[1])
 
 
@@ -171,7 +171,7 @@ def _ignore_nulls(name: str) -> Builder:
     return lambda args: _call(name, args[0], exp.true())
 
 
-def _from_base64(args: list[exp.Expression]) -> exp.Expression:
+def _from_base64(args: list[exp.Expr]) -> exp.Expr:
     return exp.cast(_call("unbase64", args[0]), exp.DataType.build("STRING"))
 
 
@@ -268,7 +268,7 @@ class UnknownFunction(ValueError):
         super().__init__(reason)
 
 
-def translate_call(node: exp.Anonymous) -> exp.Expression:
+def translate_call(node: exp.Anonymous) -> exp.Expr:
     """The Spark expression for an Anonymous (untyped) Flink call whose arguments are already Spark."""
     name = node.name.upper()
     entry = FUNCTIONS.get(name)
@@ -286,14 +286,14 @@ def translate_call(node: exp.Anonymous) -> exp.Expression:
 # --- typed sqlglot expressions whose generic Spark SQL is not Flink's meaning ---------------------
 
 
-def _truncate(node: exp.Trunc) -> exp.Expression:
+def _truncate(node: exp.Trunc) -> exp.Expr:
     decimals = node.args.get("decimals") or _number(0)
     value = node.this
     return exp.If(this=exp.LT(this=value.copy(), expression=_number(0)),
                   true=_call("ceil", value.copy(), decimals.copy()), false=_call("floor", value.copy(), decimals))
 
 
-def _regexp_extract(node: exp.RegexpExtract) -> exp.Expression:
+def _regexp_extract(node: exp.RegexpExtract) -> exp.Expr:
     """REGEXP_EXTRACT(s, p[, group]): NULL when p does not match (Spark gives ''). Flink's third argument
     is the group (sqlglot reads it as `position`); its default is 0, the whole match."""
     group = node.args.get("group") or node.args.get("position") or _number(0)
@@ -301,7 +301,7 @@ def _regexp_extract(node: exp.RegexpExtract) -> exp.Expression:
                   s=node.this, p=node.expression, g=group)
 
 
-def _initcap(node: exp.Initcap) -> exp.Expression:
+def _initcap(node: exp.Initcap) -> exp.Expr:
     """INITCAP(s), Flink's (Calcite's) rule: a word is a run of ASCII letters and digits; its first
     letter is upper-cased, the others lower-cased; every other character is left as it is."""
     return _parse(
@@ -311,16 +311,16 @@ def _initcap(node: exp.Initcap) -> exp.Expression:
         "ELSE IF(c RLIKE '^[a-z]$', upper(c), c) END), '')", s=node.this)
 
 
-def _extreme(name: str) -> Callable[[exp.Expression], exp.Expression]:
+def _extreme(name: str) -> Callable[[exp.Expr], exp.Expr]:
     """GREATEST/LEAST: NULL when any argument is NULL (Spark's skip NULLs)."""
-    def build(node: exp.Expression) -> exp.Expression:
+    def build(node: exp.Expr) -> exp.Expr:
         args = [node.this, *node.expressions]
         any_null = exp.or_(*[exp.Is(this=a.copy(), expression=exp.Null()) for a in args])
         return exp.If(this=any_null, true=exp.Null(), false=_call(name, *args))
     return build
 
 
-def _array_slice(node: exp.ArraySlice) -> exp.Expression:
+def _array_slice(node: exp.ArraySlice) -> exp.Expr:
     """ARRAY_SLICE(a, start[, end]): inclusive 1-based bounds; Spark's slice takes a length."""
     start = node.args.get("start") or _number(1)
     end = node.args.get("end")
@@ -329,29 +329,29 @@ def _array_slice(node: exp.ArraySlice) -> exp.Expression:
     return _parse("slice({a}, {s}, greatest({e} - {s} + 1, 0))", a=node.this, s=start, e=end)
 
 
-def _array_sort(node: exp.ArraySort) -> exp.Expression:
+def _array_sort(node: exp.ArraySort) -> exp.Expr:
     ascending = node.expression if node.expression is not None else exp.true()
     return _call("sort_array", node.this, ascending)
 
 
-def _concat_ws(node: exp.ConcatWs) -> exp.Expression:
+def _concat_ws(node: exp.ConcatWs) -> exp.Expr:
     return _call("concat_ws", *node.expressions)  # Flink skips NULL arguments, as Spark does
 
 
-def _decode(node: exp.DecodeCase) -> exp.Expression:
+def _decode(node: exp.DecodeCase) -> exp.Expr:
     args = node.expressions
     if len(args) == 2:
         return _call("decode", *args)
     raise UnknownFunction("DECODE", "DECODE with other than (binary, charset) arguments")
 
 
-def _json_object(node: exp.JSONObject) -> exp.Expression:
+def _json_object(node: exp.JSONObject) -> exp.Expr:
     """JSON_OBJECT(KEY k VALUE v, ...) -> to_json(named_struct(...)); ABSENT ON NULL drops NULLs.
     Flink writes the keys in sorted order (literal keys are sorted here)."""
     items = list(node.expressions)
     if all(isinstance(i.this, exp.Literal) for i in items):
         items.sort(key=lambda i: i.this.name)
-    pairs: list[exp.Expression] = []
+    pairs: list[exp.Expr] = []
     for item in items:
         pairs += [item.this, item.expression]
     if not pairs:
@@ -363,18 +363,18 @@ def _json_object(node: exp.JSONObject) -> exp.Expression:
                                                                   _string("false")))
 
 
-def _json_object_agg(node: exp.JSONObjectAgg) -> exp.Expression:
+def _json_object_agg(node: exp.JSONObjectAgg) -> exp.Expr:
     item = node.expressions[0]
     return _call("to_json", _call("map_from_entries", _call("collect_list", _call("struct", item.this,
                                                                                   item.expression))))
 
 
-def _first_last(name: str) -> Callable[[exp.Expression], exp.Expression]:
+def _first_last(name: str) -> Callable[[exp.Expr], exp.Expr]:
     return lambda node: _call(name, node.this, exp.true())
 
 
-def _array_add(name: str) -> Callable[[exp.Expression], exp.Expression]:
-    def build(node: exp.Expression) -> exp.Expression:
+def _array_add(name: str) -> Callable[[exp.Expr], exp.Expr]:
+    def build(node: exp.Expr) -> exp.Expr:
         array = node.this
         if isinstance(array, exp.Coalesce):  # sqlglot's own NULL guard: Flink returns NULL for a NULL array
             array = array.this
@@ -382,7 +382,7 @@ def _array_add(name: str) -> Callable[[exp.Expression], exp.Expression]:
     return build
 
 
-TYPED: dict[type[exp.Expression], Callable[[Any], exp.Expression]] = {  # each takes its own node type
+TYPED: dict[type[exp.Expr], Callable[[Any], exp.Expr]] = {  # each takes its own node type
     exp.Trunc: _truncate,
     exp.RegexpExtract: _regexp_extract,
     exp.ArraySlice: _array_slice,
@@ -402,7 +402,7 @@ TYPED: dict[type[exp.Expression], Callable[[Any], exp.Expression]] = {  # each t
     exp.Least: _extreme("least"),
 }
 
-UNSUPPORTED_TYPED: dict[type[exp.Expression], str] = {
+UNSUPPORTED_TYPED: dict[type[exp.Expr], str] = {
     exp.CurrentTime: "CURRENT_TIME (the TIME type)",
     exp.Overlaps: "OVERLAPS",
     exp.Typeof: "TYPEOF (Spark's type names are not Flink's)",
@@ -411,7 +411,7 @@ UNSUPPORTED_TYPED: dict[type[exp.Expression], str] = {
 }
 
 
-def translate_typed(node: exp.Expression) -> exp.Expression:
+def translate_typed(node: exp.Expr) -> exp.Expr:
     """A typed node rewritten where Spark's meaning differs from Flink's (else the node itself)."""
     reason = UNSUPPORTED_TYPED.get(type(node))
     if reason:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -27,6 +28,7 @@ HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ = "__sl_op", "__sl_rowtime", "__sl_seq"
 HIDDEN = {HIDDEN_OP: OP, HIDDEN_ROWTIME: ROWTIME, HIDDEN_SEQ: OFFSET}
 # Validity interval columns of a versioned table's view (temporal joins).
 VALID_FROM, VALID_TO = "__sl_valid_from", "__sl_valid_to"
+_Node = TypeVar("_Node", bound=exp.Expr)
 
 WINDOW_TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
 _MICROS = {"SECOND": 1_000_000, "MINUTE": 60_000_000, "HOUR": 3_600_000_000, "DAY": 86_400_000_000}
@@ -67,7 +69,7 @@ ColumnsOf = Callable[[exp.Table], list[str]]
 _views = itertools.count()
 
 
-def translate_query(query: exp.Expression, columns_of: ColumnsOf, *, incremental: bool = False) -> SparkQuery:
+def translate_query(query: exp.Expr, columns_of: ColumnsOf, *, incremental: bool = False) -> SparkQuery:
     """Spark SQL for a Flink query (SELECT, set operation or VALUES).
 
     `columns_of` names a base table's visible columns (for `*`); `incremental`
@@ -90,7 +92,7 @@ def translate_query(query: exp.Expression, columns_of: ColumnsOf, *, incremental
     return SparkQuery(sql=spark_sql(tree), scans=scans, notes=notes)
 
 
-def spark_sql(tree: exp.Expression) -> str:
+def spark_sql(tree: exp.Expr) -> str:
     """The Spark SQL text; a construct sqlglot can not write for Spark fails here, not in Spark."""
     try:
         return tree.sql(dialect="spark", identify=True, comments=False, unsupported_level=ErrorLevel.RAISE)
@@ -98,7 +100,7 @@ def spark_sql(tree: exp.Expression) -> str:
         raise Unsupported(str(error).splitlines()[0].rstrip("."), line_of(tree)) from None
 
 
-def line_of(node: exp.Expression) -> int:
+def line_of(node: exp.Expr) -> int:
     """The first line a node's tokens are on (1 when unknown)."""
     for candidate in node.walk():
         line = candidate.meta.get("line") if candidate.meta else None
@@ -110,7 +112,7 @@ def line_of(node: exp.Expression) -> int:
 # --- query hints ------------------------------------------------------------------------------
 
 
-def _strip_query_hints(tree: exp.Expression) -> list[str]:
+def _strip_query_hints(tree: exp.Expr) -> list[str]:
     """`SELECT /*+ STATE_TTL(...) */`, join and LOOKUP hints: planner advice with no effect on the
     result of a local run. They are removed (never passed to Spark) and noted. OPTIONS hints are
     table hints, honoured where the table is read."""
@@ -128,7 +130,7 @@ def _strip_query_hints(tree: exp.Expression) -> list[str]:
 # --- derived names ----------------------------------------------------------------------------
 
 
-def _name_derived(tree: exp.Expression) -> None:
+def _name_derived(tree: exp.Expr) -> None:
     """Name what Flink names implicitly: a derived table without alias, and a projection that is
     neither a column nor aliased (EXPR$n), so `*` over it and the result columns have Flink's names."""
     numbers = itertools.count()
@@ -144,7 +146,7 @@ def _name_derived(tree: exp.Expression) -> None:
 # --- rejection ------------------------------------------------------------------------------
 
 
-def _reject_unsupported(tree: exp.Expression) -> None:
+def _reject_unsupported(tree: exp.Expr) -> None:
     for node in tree.walk():
         if isinstance(node, exp.MatchRecognize):
             raise Unsupported("MATCH_RECOGNIZE", line_of(node))
@@ -176,7 +178,7 @@ def _values_select(values: exp.Values) -> exp.Select:
 # --- window table functions -------------------------------------------------------------------
 
 
-def _expand_window_tvfs(tree: exp.Expression, columns_of: ColumnsOf, ctes: dict[str, exp.Expression]) -> None:
+def _expand_window_tvfs(tree: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, exp.Expr]) -> None:
     """TABLE(TUMBLE|HOP|CUMULATE|SESSION(TABLE t, DESCRIPTOR(c), ...)) -> a derived table adding
     window_start, window_end (TIMESTAMP) and window_time (the time attribute's type)."""
     for table in list(tree.find_all(exp.Table)):
@@ -208,18 +210,25 @@ def _expand_window_tvfs(tree: exp.Expression, columns_of: ColumnsOf, ctes: dict[
             windows = _window_bounds(tvf.name.upper(), sizes, line)
             exploded = _spark_tree(f"SELECT {columns}, explode({windows.format(us=us)}) AS `__sl_w` "
                                    f"FROM __sl_w_source")
-        exploded.find(exp.Table).replace(inner_source)
+        _only(exploded, exp.Table).replace(inner_source)
         outer = ", ".join(f"`{n}`" for n in names)
         derived = _spark_tree(
             f"SELECT {outer}, CAST(timestamp_micros(`__sl_w`.`s`) AS TIMESTAMP_NTZ) AS `window_start`, "
             f"CAST(timestamp_micros(`__sl_w`.`e`) AS TIMESTAMP_NTZ) AS `window_end`, "
             f"timestamp_micros(`__sl_w`.`e` - 1000) AS `window_time` FROM (__sl_w_inner) AS `__sl_w_out`")
-        derived.find(exp.Subquery).this.replace(exploded)
+        _only(derived, exp.Subquery).this.replace(exploded)
         alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(source.name))
         table.replace(exp.Subquery(this=derived, alias=alias))
 
 
-def _spark_tree(spark_sql: str) -> exp.Expression:
+def _only(tree: exp.Expr, kind: type[_Node]) -> _Node:
+    """The node of `kind` a template tree holds (there is one by construction)."""
+    found = tree.find(kind)
+    assert found is not None, f"no {kind.__name__} in {tree.sql()}"
+    return found
+
+
+def _spark_tree(spark_sql: str) -> exp.Expr:
     """Spark SQL the translator writes itself, marked so the Flink rewrites leave it alone."""
     tree = sqlglot.parse_one(spark_sql, read="spark")
     for node in tree.walk():
@@ -227,7 +236,7 @@ def _spark_tree(spark_sql: str) -> exp.Expression:
     return tree
 
 
-def _sessions(names: list[str], us: str, keys: list[str], sizes: list[int], line: int) -> exp.Expression:
+def _sessions(names: list[str], us: str, keys: list[str], sizes: list[int], line: int) -> exp.Expr:
     """The records of a SESSION TVF with their session's (s, e) bounds in micros as `__sl_w`: per
     partition key, in time order, a record at most the gap after the previous one joins its session
     (Flink merges the windows [t, t + gap) that overlap or touch); s is its first time, e its last + gap."""
@@ -272,7 +281,7 @@ def _window_bounds(kind: str, sizes: list[int], line: int) -> str:
     raise Unsupported(f"{kind} with {len(sizes)} interval argument(s)", line)
 
 
-def _interval_micros(node: exp.Expression, line: int) -> int:
+def _interval_micros(node: exp.Expr, line: int) -> int:
     if isinstance(node, exp.Interval) and node.this is not None and node.unit is not None:
         unit = node.unit.name.upper().rstrip("S")
         if unit in _MICROS and node.this.name.strip().isdigit():
@@ -283,19 +292,19 @@ def _interval_micros(node: exp.Expression, line: int) -> int:
 # --- SELECT * -------------------------------------------------------------------------------
 
 
-def _expand_stars(tree: exp.Expression, columns_of: ColumnsOf, ctes: dict[str, exp.Expression]) -> None:
+def _expand_stars(tree: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, exp.Expr]) -> None:
     """`*` and `t.*` -> the visible columns: Flink's SELECT * never includes $rowtime."""
     for select in list(tree.find_all(exp.Select)):
         _expand_select(select, columns_of, ctes)
 
 
-def _expand_select(select: exp.Select, columns_of: ColumnsOf, ctes: dict[str, exp.Expression]) -> None:
+def _expand_select(select: exp.Select, columns_of: ColumnsOf, ctes: dict[str, exp.Expr]) -> None:
     stars = [e for e in select.expressions if isinstance(e, exp.Star) or
              (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))]
     if not stars:
         return
     sources = _sources(select)
-    expanded: list[exp.Expression] = []
+    expanded: list[exp.Expr] = []
     for item in select.expressions:
         if item not in stars:
             expanded.append(item)
@@ -308,7 +317,7 @@ def _expand_select(select: exp.Select, columns_of: ColumnsOf, ctes: dict[str, ex
     select.set("expressions", expanded)
 
 
-def _sources(select: exp.Select) -> list[tuple[str, exp.Expression]]:
+def _sources(select: exp.Select) -> list[tuple[str, exp.Expr]]:
     """(alias, source) of the FROM clause and joins, in order."""
     found = []
     from_ = select.args.get("from_")
@@ -317,7 +326,7 @@ def _sources(select: exp.Select) -> list[tuple[str, exp.Expression]]:
     return found
 
 
-def _source_columns(source: exp.Expression, columns_of: ColumnsOf, ctes: dict[str, exp.Expression]) -> list[str]:
+def _source_columns(source: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, exp.Expr]) -> list[str]:
     if isinstance(source, exp.Table) and not source.args.get("db") and source.name in ctes:
         return _output_names(ctes[source.name], columns_of, ctes)
     if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
@@ -336,7 +345,7 @@ def _source_columns(source: exp.Expression, columns_of: ColumnsOf, ctes: dict[st
     raise Unsupported(f"SELECT * over {source.sql()}", line_of(source), "name the columns")
 
 
-def _output_names(query: exp.Expression, columns_of: ColumnsOf, ctes: dict[str, exp.Expression]) -> list[str]:
+def _output_names(query: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, exp.Expr]) -> list[str]:
     if isinstance(query, exp.Subquery):
         return _output_names(query.this, columns_of, ctes)
     if isinstance(query, exp.SetOperation):
@@ -353,7 +362,7 @@ _EVENT_TIME = "event_time"
 _RANKINGS = (exp.Rank, exp.DenseRank, exp.Ntile, exp.PercentRank, exp.CumeDist)  # Flink's Rank, no event time
 
 
-def _mark_event_time_inputs(tree: exp.Expression, ctes: dict[str, exp.Expression]) -> None:
+def _mark_event_time_inputs(tree: exp.Expr, ctes: dict[str, exp.Expr]) -> None:
     """Tag the base tables feeding an operator that emits on the watermark with the time column it
     reads them by: an OVER aggregate ORDER BY one column, a ROW_NUMBER() ... ORDER BY c ASC kept
     at 1 (Flink's keep-first deduplication; keep-last emits at once), and the probe side of a
@@ -372,9 +381,9 @@ def _mark_event_time_inputs(tree: exp.Expression, ctes: dict[str, exp.Expression
         _mark_inputs(select, order.this.name, ctes, probe=False)
     for join in list(tree.find_all(exp.Join)):
         version = join.this.args.get("version") if isinstance(join.this, exp.Table) else None
-        select = join.parent
-        if version is not None and isinstance(version.expression, exp.Column) and isinstance(select, exp.Select):
-            _mark_inputs(select, version.expression.name, ctes, probe=True)
+        joined = join.parent
+        if version is not None and isinstance(version.expression, exp.Column) and isinstance(joined, exp.Select):
+            _mark_inputs(joined, version.expression.name, ctes, probe=True)
 
 
 def _window_order(window: exp.Window, select: exp.Select | None) -> exp.Ordered | None:
@@ -382,7 +391,7 @@ def _window_order(window: exp.Window, select: exp.Select | None) -> exp.Ordered 
     if isinstance(window.this, exp.Identifier) or isinstance(window.parent, exp.Select) and \
             window in (window.parent.args.get("windows") or []):
         return None  # a WINDOW w AS (...) definition itself
-    spec: exp.Expression = window
+    spec: exp.Expr = window
     if window.args.get("order") is None and not window.args.get("partition_by") and select is not None:
         name = window.alias
         spec = next((w for w in select.args.get("windows") or [] if w.this.name == name), window)
@@ -408,7 +417,7 @@ def _kept_at_one(window: exp.Window, select: exp.Select) -> bool:
     return False
 
 
-def _mark_inputs(select: exp.Select, column: str, ctes: dict[str, exp.Expression], *, probe: bool) -> None:
+def _mark_inputs(select: exp.Select, column: str, ctes: dict[str, exp.Expr], *, probe: bool) -> None:
     """Tag the base tables of the select's FROM and joins (only its FROM when the operator is a
     temporal join: the probe side), through derived tables and CTEs."""
     from_ = select.args.get("from_")
@@ -417,7 +426,7 @@ def _mark_inputs(select: exp.Select, column: str, ctes: dict[str, exp.Expression
         _mark_tables(relation, column, ctes)
 
 
-def _mark_tables(node: exp.Expression, column: str, ctes: dict[str, exp.Expression]) -> None:
+def _mark_tables(node: exp.Expr, column: str, ctes: dict[str, exp.Expr]) -> None:
     for table in node.find_all(exp.Table):
         if table.args.get("version") is not None:
             continue  # a temporal join's versioned side is read whole
@@ -430,7 +439,7 @@ def _mark_tables(node: exp.Expression, column: str, ctes: dict[str, exp.Expressi
 # --- base tables --------------------------------------------------------------------------
 
 
-def _replace_tables(tree: exp.Expression, cte_names: set[str]) -> list[Scan]:
+def _replace_tables(tree: exp.Expr, cte_names: set[str]) -> list[Scan]:
     """Every base table -> a view `sl_<n>` aliased as the table (qualified columns still resolve).
 
     A temporal join's table (FOR SYSTEM_TIME AS OF t) becomes its versions view,
@@ -475,7 +484,7 @@ def _temporal_condition(table: exp.Table, version: exp.Version, alias: str) -> N
 # --- functions and types ---------------------------------------------------------------------
 
 
-def rewrite_bottom_up(tree: exp.Expression) -> exp.Expression:
+def rewrite_bottom_up(tree: exp.Expr) -> exp.Expr:
     """Every node rewritten after its children, so a call inside another's arguments is translated
     too (TO_TIMESTAMP(JSON_VALUE(...))); an unsupported call fails naming itself and its line."""
     for child in list(tree.iter_expressions()):
@@ -494,7 +503,7 @@ def rewrite_bottom_up(tree: exp.Expression) -> exp.Expression:
     return new
 
 
-def _rewrite_node(node: exp.Expression) -> exp.Expression:
+def _rewrite_node(node: exp.Expr) -> exp.Expr:
     if isinstance(node, exp.Anonymous):
         return _rewrite_function(node)
     if isinstance(node, exp.Column) and not node.table and not node.this.quoted \
@@ -522,7 +531,7 @@ def _rewrite_node(node: exp.Expression) -> exp.Expression:
     return translate_typed(node)
 
 
-def _rewrite_function(node: exp.Anonymous) -> exp.Expression:
+def _rewrite_function(node: exp.Anonymous) -> exp.Expr:
     name, args = node.name.upper(), node.expressions
     if name == "ROW":
         return exp.Anonymous(this="struct", expressions=args)
@@ -550,7 +559,7 @@ def _rewrite_function(node: exp.Anonymous) -> exp.Expression:
     return translate_call(node)
 
 
-def _floor_ceil(node: exp.Floor | exp.Ceil) -> exp.Expression:
+def _floor_ceil(node: exp.Floor | exp.Ceil) -> exp.Expr:
     unit = node.args["to"].name.upper()
     truncated = exp.Anonymous(this="date_trunc", expressions=[exp.Literal.string(unit), node.this.copy()])
     if isinstance(node, exp.Floor):
@@ -580,7 +589,7 @@ def _spark_data_type(node: exp.DataType) -> exp.DataType:
 # --- incremental (stateless) queries -------------------------------------------------------------
 
 
-def _add_hidden_columns(query: exp.Expression, ctes: dict[str, exp.Expression], done: set[int] | None = None) -> None:
+def _add_hidden_columns(query: exp.Expr, ctes: dict[str, exp.Expr], done: set[int] | None = None) -> None:
     """Each row source of the query passes its input record's op, time and offset through."""
     done = set() if done is None else done
     if id(query) in done:
