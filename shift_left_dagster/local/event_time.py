@@ -44,12 +44,23 @@ time or on more data than a local run has:
   is above the query's watermark, so the recompute (jobs.py) emits a row in the run whose
   watermark passes it. A keep-last deduplication (ORDER BY time DESC) emits at once and updates,
   as Flink's RowTimeDeduplicateFunction does: nothing is held.
-- Late rows of those operators (read once the watermark already passed their time) are not dropped
-  locally yet: the recompute counts them, where Flink's OVER drops a row not later than its key's
-  last emitted one, keep-first deduplication one below the watermark, and a temporal join joins a
-  late probe row with the versions its state still holds. SESSION windows (windows.py) are gated
-  as the other window TVFs: a fired session is never emitted again, but a late record can still
-  merge into a session not fired yet.
+- Late rows (read once the operator's watermark passed their time) are dropped by the rule of
+  Flink's operator (late_rows.py; the watermark is the one before the run that reads them):
+  an unbounded OVER (AbstractRowTimeUnboundedPrecedingOver) drops a row whose time is not after
+  the watermark; a bounded one, ROWS n or RANGE interval PRECEDING (RowTime*BoundedPrecedingFunction),
+  a row not later than its key's last triggering time, the latest time of the key's rows the
+  watermark already emitted (so a row below the watermark is kept when its key is quiet); keep-first
+  deduplication (RowTimeDeduplicateKeepFirstRowFunction) a row before the watermark (one at it is
+  kept). Local limits: a bounded OVER's key is its PARTITION BY columns as the table has them (keys
+  that are expressions or columns of a derived table make all rows one key), and its last time
+  counts the table's rows before any filter of the query; Flink's RANGE OVER also forgets a key once
+  the watermark passes its last row by 1.5 times the range, then takes a late row again, aggregated
+  over the rows since: locally that row stays dropped. An event-time temporal join drops no probe
+  row: a late one is joined at the next watermark, with the versions its state still holds (it
+  keeps the latest version at or below the watermark and those after), where locally it gets the
+  version valid at its time even if Flink had dropped that version. Window TVFs drop what comes
+  after its window fired (windows.py); SESSION windows are gated as the others: a fired session is
+  never emitted again, but a late record can still merge into a session not fired yet.
 """
 
 from __future__ import annotations

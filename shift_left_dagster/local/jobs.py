@@ -10,7 +10,8 @@ Window aggregations are the exception: they append the windows the run's
 watermark fired (windows.py, event_time.py). Other event-time operators (OVER
 aggregates, keep-first deduplication, event-time temporal joins) recompute over
 their inputs without the rows above the run's watermark: a row is emitted in
-the run whose watermark passes its time (event_time.py). A SELECT appends its changelog to
+the run whose watermark passes its time (event_time.py), and without the late
+rows their operator dropped (late_rows.py). A SELECT appends its changelog to
 its results (results.py); in snapshot mode ('sql.snapshot.mode' = 'now') every
 source is bounded at its current end, as Confluent Cloud's snapshot queries.
 """
@@ -51,6 +52,7 @@ from shift_left_dagster.local.event_time import (
     watermark_inputs,
     watermark_spec,
 )
+from shift_left_dagster.local.late_rows import drop_late_rows, dropped_rows
 from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
 from shift_left_dagster.local.storage import TableLogs
@@ -245,7 +247,7 @@ class Jobs:
                 raise missing_table(resolve(scan.table, properties))
             if scan.event_time and (is_snapshot(properties) or  # bounded: every row is emitted at its end
                                     scan.event_time.lower() != watermark_spec(table).column.lower()):
-                scan.event_time = None  # not the time attribute: no event-time operator in Flink either
+                scan.event_time, scan.late = None, None  # not the time attribute: no event-time operator in Flink
             options = scan_options(table.options, scan.options, properties)
             if job.options.setdefault(table.uid, options) != options:
                 raise JobError(f"Table '{table.name}' is read twice with different scan options; the local "
@@ -279,7 +281,8 @@ class Jobs:
         """The query's DataFrame over its sources' views (all records when no range is given,
         none when `empty`); a window aggregation's windows are those `fired` selects (default: all),
         and an event-time operator's input rows those at or below its watermark (`fired`'s second)."""
-        for scan in query.scans:
+        query_key = next((key for key, q in job.queries() if q is query), "")
+        for index, scan in enumerate(query.scans):
             table = job.sources[scan.view]
             progress = next((p for p in (state.sources.values() if state else []) if p.table_uid == table.uid), None)
             ranges = None
@@ -298,8 +301,8 @@ class Jobs:
                                               sink_compared(job, scan.view))
             elif incremental:
                 frame = self.views.changes(table, ranges)
-            else:
-                frame = self.views.state(table, ranges)
+            else:  # without the late rows its event-time operator dropped (late_rows.py)
+                frame = self.views.state(table, ranges, skip=dropped_rows(state, table.uid, query_key, index))
             if scan.event_time and fired is not None:
                 frame = _released(frame, scan.event_time, fired[1])
             frame.createOrReplaceTempView(scan.view)
@@ -315,6 +318,7 @@ class Jobs:
         if state.runs and not fresh:
             return RunOutput(False, state)
         fired = self._fire(job, state, upper)
+        drop_late_rows(self.views, job.queries(), job.sources, state, upper, fired)
         output = RunOutput(True, state)
         for index, sink in enumerate(job.sinks):
             read = {job.sources[s.view].uid for s in sink.query.scans}

@@ -69,7 +69,7 @@ class Batch(BaseModel):
 
 class SourceProgress(BaseModel):
     """Where a statement reads one source table: start, bound (None: unbounded) and next offsets,
-    and per partition the highest event time read (epoch ms; event_time.py)."""
+    per partition the highest event time read (epoch ms; event_time.py), and the late rows dropped."""
 
     table_uid: str
     start: dict[int, int] = Field(default_factory=dict)
@@ -77,6 +77,8 @@ class SourceProgress(BaseModel):
     next: dict[int, int] = Field(default_factory=dict)
     max_time: dict[int, int] = Field(default_factory=dict)
     watermark: int | None = None  # the source's watermark after the last run that read it (event_time.py)
+    # per scan of an event-time operator (late_rows.py), the offsets of the late rows it dropped, by partition
+    dropped: dict[str, dict[int, list[int]]] = Field(default_factory=dict)
 
 
 class RunState(BaseModel):

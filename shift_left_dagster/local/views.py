@@ -6,6 +6,7 @@ columns, in declaration order) plus `$rowtime`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
@@ -84,10 +85,14 @@ class TableViews:
         return out.select(*[F.col(f"__sl_c.row.`{n}`").alias(n) for n in names],
                           *[hidden[system].alias(name) for name, system in HIDDEN.items()])
 
-    def state(self, table: TableDef, ranges: Ranges | None = None, producer: str | None = None) -> DataFrame:
+    def state(self, table: TableDef, ranges: Ranges | None = None, producer: str | None = None,
+              skip: Mapping[int, list[int]] | None = None) -> DataFrame:
         """The table as it stands: the latest row per primary key for an upsert table (deletes
-        removed), else the rows inserted and not retracted."""
+        removed), else the rows inserted and not retracted; without the records at `skip` (partition
+        -> offsets: the late rows an event-time operator dropped, late_rows.py)."""
         records = self.logs.read(table, ranges, producer)
+        if skip:
+            records = records.where(~at_offsets(skip))
         op = F.col(f"`{OP}`")
         if table.upsert:
             latest = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(
@@ -122,10 +127,15 @@ class TableViews:
             return {}
         declared = table.column(column)
         name = declared.name if declared is not None else ROWTIME
-        visible = self.logs.read(table, ranges).select(F.col(f"`{PARTITION}`").alias("__sl_p"), *self._visible(table))
-        rows = (visible.select(F.col("__sl_p").alias("p"), F.col(f"`{name}`").cast("timestamp").alias("t"))
+        rows = (self.located(table, ranges)
+                .select(F.col(f"`{PARTITION}`").alias("p"), F.col(f"`{name}`").cast("timestamp").alias("t"))
                 .groupBy("p").agg(F.max(F.unix_millis(F.col("t"))).alias("t")).collect())
         return {int(row["p"]): (int(row["t"]) if row["t"] is not None else None) for row in rows}
+
+    def located(self, table: TableDef, ranges: Ranges | None = None) -> DataFrame:
+        """Every record in the ranges as its visible columns, with where it is: $partition and $offset."""
+        return self.logs.read(table, ranges).select(F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"),
+                                                    *self._visible(table))
 
     def first_offset_at(self, table: TableDef, millis: int) -> dict[int, int]:
         """Per partition, the first offset whose $rowtime is at or after `millis` (Kafka's offsetsForTimes)."""
@@ -155,6 +165,13 @@ class TableViews:
         return (counted.where(F.col("__sl_n") > 0)
                 .withColumn("__sl_copy", F.explode(F.sequence(F.lit(1), F.col("__sl_n"))))
                 .withColumn(PARTITION, F.lit(None).cast("int")).withColumn(OFFSET, F.lit(None).cast("long")))
+
+
+def at_offsets(offsets: Mapping[int, list[int]]) -> Column:
+    """Whether a record is at one of the offsets (partition -> offsets)."""
+    partition, offset = F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`")
+    return reduce(lambda a, b: a | b, [(partition == p) & offset.isin(found) for p, found in offsets.items()],
+                  F.lit(False))
 
 
 def _metadata(table: TableDef, key: str) -> Column:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -45,6 +45,17 @@ class Unsupported(ValueError):
         super().__init__(f"line {line}: {construct} is not supported by the local service{'; ' + hint if hint else ''}")
 
 
+@dataclass(frozen=True)
+class LateRule:
+    """Which rows an event-time operator drops as late, as Flink's operator for it does (event_time.py):
+    "after" drops a row not after the watermark (an unbounded OVER), "before" one before it (keep-first
+    deduplication), "key" one not later than the last row its key emitted (a bounded OVER, per
+    PARTITION BY column; `keys` empty when they are not plain columns: then all rows are one key)."""
+
+    kind: Literal["after", "before", "key"]
+    keys: tuple[str, ...] = ()
+
+
 @dataclass
 class Scan:
     """One base-table reference of a query: the Spark view standing for it and how to read it."""
@@ -56,6 +67,7 @@ class Scan:
     # The time column an event-time operator reads this table's rows by (an OVER aggregate, a keep-first
     # deduplication, the probe side of a temporal join): the engine holds rows above its watermark.
     event_time: str | None = None
+    late: LateRule | None = None  # how its event-time operator drops late rows (None: it drops none)
 
 
 @dataclass
@@ -358,7 +370,7 @@ def _output_names(query: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, exp.Ex
 
 # --- event-time operators -------------------------------------------------------------------
 
-_EVENT_TIME = "event_time"
+_EVENT_TIME, _LATE = "event_time", "late"
 _RANKINGS = (exp.Rank, exp.DenseRank, exp.Ntile, exp.PercentRank, exp.CumeDist)  # Flink's Rank, no event time
 
 
@@ -376,14 +388,36 @@ def _mark_event_time_inputs(tree: exp.Expr, ctes: dict[str, exp.Expr]) -> None:
         if isinstance(window.this, exp.RowNumber):
             if order.args.get("desc") or not _kept_at_one(window, select):
                 continue
+            late = LateRule("before")
         elif isinstance(window.this, _RANKINGS):
             continue
-        _mark_inputs(select, order.this.name, ctes, probe=False)
+        else:
+            late = _over_late_rule(_window_definition(window, select))
+        _mark_inputs(select, order.this.name, ctes, probe=False, late=late)
     for join in list(tree.find_all(exp.Join)):
         version = join.this.args.get("version") if isinstance(join.this, exp.Table) else None
         joined = join.parent
         if version is not None and isinstance(version.expression, exp.Column) and isinstance(joined, exp.Select):
-            _mark_inputs(joined, version.expression.name, ctes, probe=True)
+            _mark_inputs(joined, version.expression.name, ctes, probe=True, late=None)
+
+
+def _window_definition(window: exp.Window, select: exp.Select | None) -> exp.Window:
+    """The OVER's specification: its own, or the named WINDOW's it refers to."""
+    if window.args.get("order") is None and not window.args.get("partition_by") and select is not None:
+        name = window.alias
+        return next((w for w in select.args.get("windows") or [] if w.this.name == name), window)
+    return window
+
+
+def _over_late_rule(definition: exp.Window) -> LateRule:
+    """Flink's rule for an OVER aggregate ordered by time: unbounded (the default frame) drops rows not
+    after the watermark; bounded (ROWS n / RANGE interval PRECEDING) those not later than their key's last."""
+    spec = definition.args.get("spec")
+    if spec is None or str(spec.args.get("start") or "").upper() == "UNBOUNDED":
+        return LateRule("after")
+    keys = definition.args.get("partition_by") or []
+    plain = all(isinstance(k, exp.Column) for k in keys)
+    return LateRule("key", tuple(k.name for k in keys) if plain else ())
 
 
 def _window_order(window: exp.Window, select: exp.Select | None) -> exp.Ordered | None:
@@ -391,11 +425,7 @@ def _window_order(window: exp.Window, select: exp.Select | None) -> exp.Ordered 
     if isinstance(window.this, exp.Identifier) or isinstance(window.parent, exp.Select) and \
             window in (window.parent.args.get("windows") or []):
         return None  # a WINDOW w AS (...) definition itself
-    spec: exp.Expr = window
-    if window.args.get("order") is None and not window.args.get("partition_by") and select is not None:
-        name = window.alias
-        spec = next((w for w in select.args.get("windows") or [] if w.this.name == name), window)
-    order = spec.args.get("order")
+    order = _window_definition(window, select).args.get("order")
     if order is None or len(order.expressions) != 1 or not isinstance(order.expressions[0].this, exp.Column):
         return None
     return order.expressions[0]
@@ -417,23 +447,24 @@ def _kept_at_one(window: exp.Window, select: exp.Select) -> bool:
     return False
 
 
-def _mark_inputs(select: exp.Select, column: str, ctes: dict[str, exp.Expr], *, probe: bool) -> None:
+def _mark_inputs(select: exp.Select, column: str, ctes: dict[str, exp.Expr], *, probe: bool,
+                 late: LateRule | None) -> None:
     """Tag the base tables of the select's FROM and joins (only its FROM when the operator is a
     temporal join: the probe side), through derived tables and CTEs."""
     from_ = select.args.get("from_")
     relations = ([from_.this] if from_ else []) + ([] if probe else [j.this for j in select.args.get("joins") or []])
     for relation in relations:
-        _mark_tables(relation, column, ctes)
+        _mark_tables(relation, column, ctes, late)
 
 
-def _mark_tables(node: exp.Expr, column: str, ctes: dict[str, exp.Expr]) -> None:
+def _mark_tables(node: exp.Expr, column: str, ctes: dict[str, exp.Expr], late: LateRule | None) -> None:
     for table in node.find_all(exp.Table):
         if table.args.get("version") is not None:
             continue  # a temporal join's versioned side is read whole
         if not table.args.get("db") and table.name in ctes:
-            _mark_tables(ctes[table.name], column, ctes)
+            _mark_tables(ctes[table.name], column, ctes, late)
         elif isinstance(table.this, exp.Identifier):
-            table.meta[_EVENT_TIME] = column
+            table.meta[_EVENT_TIME], table.meta[_LATE] = column, late
 
 
 # --- base tables --------------------------------------------------------------------------
@@ -455,7 +486,7 @@ def _replace_tables(tree: exp.Expr, cte_names: set[str]) -> list[Scan]:
         options = {k: v for h in hints if isinstance(h, OptionsHint) for k, v in h.options.items()}
         version = table.args.get("version")
         scan = Scan(view=f"sl_{next(_views)}", table=table.copy(), options=options, versioned=version is not None,
-                    event_time=table.meta.get(_EVENT_TIME))
+                    event_time=table.meta.get(_EVENT_TIME), late=table.meta.get(_LATE))
         scans.append(scan)
         alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name))
         replacement = exp.Table(this=exp.to_identifier(scan.view), alias=alias)

@@ -10,7 +10,9 @@ Each test quiesces between inserts so that each insert is one run of the window 
 The other event-time operators hold a row until the watermark passes its time, as Flink's do: an
 OVER aggregate ordered by the time attribute, a keep-first deduplication (ROW_NUMBER ... ORDER BY
 time ASC = 1), an event-time temporal join (the probe row), and SESSION windows, which emit each
-session once the watermark passes its end - 1 ms. Expected rows are computed here in plain Python.
+session once the watermark passes its end - 1 ms. A late row (read once the operator's watermark
+passed it) is dropped by the rule of Flink's operator, each written here as a plain function.
+Expected rows are computed here in plain Python.
 """
 
 from __future__ import annotations
@@ -251,14 +253,16 @@ def ddl(client: ConfluentClient, sql: str) -> None:
     run(client, unique("eto-ddl"), sql)
 
 
-def over_rows(rows: list[tuple[str, int, str]], watermark: datetime) -> list[tuple[str, int, int, int]]:
-    """(account, amount, SUM, COUNT) over the hour up to each row, for the rows at or below the watermark."""
+def over_rows(rows: list[tuple[str, int, str]], watermark: datetime,
+              span: timedelta | None = timedelta(hours=1)) -> list[tuple[str, int, int, int]]:
+    """(account, amount, SUM, COUNT) over the `span` up to each row (None: every earlier row), for the
+    rows at or below the watermark."""
     out = []
     for account, amount, clock in rows:
         if time_of(clock) > watermark:
             continue
-        frame = [a for k, a, c in rows if k == account and time_of(clock) - timedelta(hours=1) <= time_of(c)
-                 <= time_of(clock)]
+        first = time_of(clock) - span if span is not None else datetime.min
+        frame = [a for k, a, c in rows if k == account and first <= time_of(c) <= time_of(clock)]
         out.append((account, amount, sum(frame), len(frame)))
     return sorted(out)
 
@@ -362,3 +366,82 @@ def test_session_windows_per_key_emit_each_session_once_the_watermark_passes_its
     insert("eto_clicks", f"('u2', {at('10:40:00')})")
     assert sink() == sessions(clicks, gap, time_of("10:40:00") - MS)
     assert ("u1", "10:25", "10:35", 1) in sink()
+
+
+Row = tuple[str, int, str]  # (key, value, clock time)
+
+
+def flink_accepts(runs: list[list[Row]], late: Callable[[Row, datetime, list[Row]], bool]) -> list[Row]:
+    """The rows an event-time operator keeps, run by run: `late(row, watermark, kept)` judges each row
+    against the watermark before its run (highest time read so far - 1 ms) and the rows kept so far."""
+    kept: list[Row] = []
+    watermark = datetime.min
+    for rows in runs:
+        kept += [row for row in rows if not late(row, watermark, kept)]
+        watermark = max(watermark, max(time_of(c) for _, _, c in rows) - MS)
+    return kept
+
+
+def not_after_last_emitted(row: Row, watermark: datetime, kept: list[Row]) -> bool:
+    """A bounded OVER (RowTime*BoundedPrecedingFunction): late when not later than the last row of
+    its key that the watermark emitted (the key's last triggering timestamp)."""
+    emitted = [time_of(c) for k, _, c in kept if k == row[0] and time_of(c) <= watermark]
+    return bool(emitted) and time_of(row[2]) <= max(emitted)
+
+
+def not_after_watermark(row: Row, watermark: datetime, kept: list[Row]) -> bool:
+    """An unbounded OVER (AbstractRowTimeUnboundedPrecedingOver): late when not after the watermark."""
+    return time_of(row[2]) <= watermark
+
+
+def before_watermark(row: Row, watermark: datetime, kept: list[Row]) -> bool:
+    """Keep-first deduplication (RowTimeDeduplicateKeepFirstRowFunction): late when before the watermark."""
+    return time_of(row[2]) < watermark
+
+
+@pytest.mark.parametrize(("frame", "span", "late"), [
+    ("INTERVAL '1' HOUR PRECEDING", timedelta(hours=1), not_after_last_emitted),
+    ("UNBOUNDED PRECEDING", None, not_after_watermark),
+])
+def test_an_over_aggregate_drops_late_rows_as_flink_does(client: ConfluentClient, insert: Insert, frame: str,
+                                                         span: timedelta | None,
+                                                         late: Callable[[Row, datetime, list[Row]], bool]) -> None:
+    source, sink = unique("eto_late_in").replace("-", "_"), unique("eto_late_out").replace("-", "_")
+    ddl(client, f"CREATE TABLE {source} (account STRING, amount INT, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp') "
+                "DISTRIBUTED INTO 1 BUCKETS")
+    ddl(client, f"CREATE TABLE {sink} (account STRING, amount INT, total INT, n BIGINT) DISTRIBUTED INTO 1 BUCKETS")
+    deploy(client, f"INSERT INTO {sink} SELECT account, amount, SUM(amount) OVER w, COUNT(*) OVER w FROM {source} "
+                   f"WINDOW w AS (PARTITION BY account ORDER BY $rowtime RANGE BETWEEN {frame} AND CURRENT ROW)")
+    runs = [[("a", 10, "09:00:00"), ("b", 5, "09:10:00"), ("a", 20, "09:30:00")],
+            [("c", 1, "10:00:00")],
+            # a at 09:20 is not later than a's last emitted row (09:30); b at 09:50 is below the watermark
+            # (09:59:59.999) but later than b's last (09:10); d moves the watermark past both
+            [("a", 7, "09:20:00"), ("b", 3, "09:50:00"), ("d", 2, "10:30:00")]]
+    for rows in runs:
+        insert(source, *(f"('{a}', {m}, {at(c)})" for a, m, c in rows))
+    kept = flink_accepts(runs, late)
+    assert ("a", 7, "09:20:00") not in kept
+    assert sorted((a, int(m), int(t), int(n)) for a, m, t, n in select(client, f"SELECT * FROM {sink}")) == \
+        over_rows(kept, time_of("10:30:00") - MS, span)
+
+
+def test_keep_first_deduplication_drops_rows_before_the_watermark(client: ConfluentClient, insert: Insert) -> None:
+    ddl(client, "CREATE TABLE eto_joins (email STRING, seat INT, ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp') "
+                "DISTRIBUTED INTO 1 BUCKETS")
+    ddl(client, "CREATE TABLE eto_first_join (email STRING, seat INT, PRIMARY KEY (email) NOT ENFORCED) "
+                "DISTRIBUTED BY HASH(email) INTO 1 BUCKETS WITH ('changelog.mode' = 'upsert')")
+    deploy(client, "INSERT INTO eto_first_join SELECT email, seat FROM (SELECT email, seat, ROW_NUMBER() OVER "
+                   "(PARTITION BY email ORDER BY $rowtime ASC) AS rn FROM eto_joins) WHERE rn = 1")
+    runs = [[("a", 1, "09:00:00"), ("b", 2, "09:20:00")],
+            [("c", 3, "09:40:00")],
+            # before the watermark (09:39:59.999): b's earlier row (b was emitted) and c's (c is held);
+            # d exactly at the watermark is not late; e moves the watermark past c and d
+            [("b", 4, "09:10:00"), ("c", 5, "09:30:00"), ("d", 6, "09:39:59.999"), ("e", 7, "10:00:00")]]
+    for rows in runs:
+        insert("eto_joins", *(f"('{k}', {v}, {at(c)})" for k, v, c in rows))
+    kept = flink_accepts(runs, before_watermark)
+    assert ("d", 6, "09:39:59.999") in kept
+    watermark = time_of("10:00:00") - MS
+    expected = sorted((k, v) for k, v, c in kept if time_of(c) <= watermark and time_of(c) == min(
+        time_of(cc) for kk, _, cc in kept if kk == k))
+    assert sorted((e, int(s)) for e, s in select(client, "SELECT * FROM eto_first_join")) == expected

@@ -1,5 +1,5 @@
-"""What the translator tags as an event-time operator's input, the SESSION TVF syntax, and how an
-operator's watermark combines its inputs' (event_time.py)."""
+"""What the translator tags as an event-time operator's input (and the rule by which it drops late
+rows), the SESSION TVF syntax, and how an operator's watermark combines its inputs' (event_time.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 from shift_left_dagster.local.event_time import combine
 from shift_left_dagster.project.parsing import parse_one_statement, to_flink_sql
-from shift_left_dagster.translation.spark import translate_query
+from shift_left_dagster.translation.spark import LateRule, translate_query
 
 
 def tags(sql: str) -> list[tuple[str, str | None, bool]]:
@@ -34,6 +34,25 @@ def tags(sql: str) -> list[tuple[str, str | None, bool]]:
 def test_event_time_operator_inputs_are_tagged_with_their_time_column(
         sql: str, expected: list[tuple[str, str | None, bool]]) -> None:
     assert tags(sql) == expected
+
+
+@pytest.mark.parametrize(("sql", "expected"), [
+    ("SELECT k FROM (SELECT k, ROW_NUMBER() OVER (PARTITION BY k ORDER BY ts) AS rn FROM t) WHERE rn = 1",
+     LateRule("before")),  # keep-first: a row before the watermark
+    ("SELECT k, SUM(v) OVER (PARTITION BY k ORDER BY ts) FROM t", LateRule("after")),  # default frame: unbounded
+    ("SELECT k, SUM(v) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) FROM t",
+     LateRule("after")),
+    ("SELECT k, SUM(v) OVER w FROM t WINDOW w AS (PARTITION BY k, v ORDER BY ts "
+     "RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW)", LateRule("key", ("k", "v"))),
+    ("SELECT k, COUNT(*) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t",
+     LateRule("key", ("k",))),
+    ("SELECT k, COUNT(*) OVER (PARTITION BY UPPER(k) ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t",
+     LateRule("key")),  # an expression key: all rows one key
+    ("SELECT o.k FROM o JOIN r FOR SYSTEM_TIME AS OF o.`$rowtime` AS x ON o.k = x.k", None),  # probe rows wait
+])
+def test_event_time_operator_inputs_carry_flinks_late_row_rule(sql: str, expected: LateRule | None) -> None:
+    query = translate_query(parse_one_statement(sql).tree, lambda _table: ["k", "v", "ts"])
+    assert query.scans[0].late == expected
 
 
 @pytest.mark.parametrize("partition", ["", " PARTITION BY k", " PARTITION BY (k, v)"])
