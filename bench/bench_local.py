@@ -5,6 +5,8 @@
 2. Throughput over 1 M input rows of a stateless statement (filter +
    projection) and a stateful one (join + aggregate), each next to the bare
    Spark query over the same parquet files in the same run, as a ratio.
+3. History: three new rows through a running GROUP BY aggregate into its upsert sink, over
+   100 k and then 4 M rows of history: the median time until they are in the sink, and the ratio.
 
 Run: python bench/bench_local.py [--rows 1000000]
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -71,6 +74,54 @@ def timed(action) -> float:  # type: ignore[no-untyped-def]
     return time.perf_counter() - started
 
 
+def history(service: InProcessService, client, sizes: tuple[int, ...] = (100_000, 4_000_000),  # type: ignore[no-untyped-def]
+            repeat: int = 5, keys: int = 1000) -> None:
+    """Three new raw rows (an INSERT over HTTP) until an aggregate's upsert sink holds them, with
+    `sizes` rows of history in its source: the median over `repeat` tries, and the ratio between sizes."""
+    engine = service.engine
+    spark = engine.jobs.spark
+    medians: list[float] = []
+    for rows in sizes:
+        source, sink = unique("hist_src").replace("-", "_"), unique("hist_agg").replace("-", "_")
+        run(client, unique("ddl"), f"CREATE TABLE {source} (k STRING, v BIGINT) DISTRIBUTED INTO 2 BUCKETS")
+        run(client, unique("ddl"), f"CREATE TABLE {sink} (k STRING, n BIGINT, total BIGINT, PRIMARY KEY (k) NOT "
+                                   f"ENFORCED) DISTRIBUTED BY HASH(k) INTO 2 BUCKETS")
+        load(service, source, spark.range(rows).select(
+            F.concat(F.lit("k-"), (F.col("id") % keys).cast("string")).alias("k"), (F.col("id") % 100).alias("v")))
+        run(client, unique("bench-agg"), f"INSERT INTO {sink} SELECT k, COUNT(*), SUM(v) FROM {source} GROUP BY k",
+            "RUNNING", timeout=1800)
+        quiesce(service.url)
+        ids = [engine.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id, name=n))
+               for n in (source, sink)]
+        assert ids[0] is not None and ids[1] is not None
+        source_uid, table = ids[0].uid, ids[1]
+        times: list[float] = []
+        waits: list[float] = []  # of those, after the new rows were in the source: the aggregate's part
+        for attempt in range(repeat):
+            written = len(engine.store.batches(table.uid))
+            offsets = sum(engine.store.end_offsets(source_uid).values())
+            new = [f"new-{attempt}-{i}" for i in range(3)]
+            started = time.perf_counter()
+            client.create_statement(unique("bench-insert"), f"INSERT INTO {source} VALUES " +
+                                    ", ".join(f"('{k}', {i + 1})" for i, k in enumerate(new)))
+            arrived = None
+            while len(engine.store.batches(table.uid)) == written:
+                if arrived is None and sum(engine.store.end_offsets(source_uid).values()) > offsets:
+                    arrived = time.perf_counter()
+                time.sleep(0.005)
+            times.append(time.perf_counter() - started)
+            waits.append(time.perf_counter() - (arrived or started))
+            held = {r["k"]: (r["n"], r["total"]) for r in engine.jobs.views.state(table).where(F.col("k").isin(new))
+                    .collect()}
+            assert held == {k: (1, i + 1) for i, k in enumerate(new)}, held
+            quiesce(service.url)
+        medians.append(statistics.median(times))
+        print(f"history {rows:>9,} rows: 3 new rows in the aggregate's sink in {medians[-1]:.2f} s "
+              f"(median of {repeat}; target < 1.5 s), {statistics.median(waits):.2f} s of it after they were "
+              f"in the source (engine tick + the aggregate's run)")
+    print(f"history {sizes[-1]:,} vs {sizes[0]:,} rows: {medians[-1] / medians[0]:.2f}x (target <= 1.2x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -127,6 +178,7 @@ def main() -> None:
                              for _ in range(args.repeat))
                 print(f"{kind:9} {args.rows:,} rows: local service {ours_s:.2f} s ({args.rows / ours_s:,.0f} rows/s), "
                       f"bare Spark {bare_s:.2f} s, ratio {ours_s / bare_s:.2f}x (target <= 1.5x)")
+            history(service, client)
     finally:
         shutil.rmtree(data, ignore_errors=True)
 

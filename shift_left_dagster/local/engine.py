@@ -22,6 +22,7 @@ from shift_left_dagster.local.catalog import TableError
 from shift_left_dagster.local.ddl import SQL_KINDS, Ddl
 from shift_left_dagster.local.errors import flink_detail
 from shift_left_dagster.local.event_time import WatermarkError
+from shift_left_dagster.local.group_aggregation import forget as forget_aggregates
 from shift_left_dagster.local.introspection import Introspection
 from shift_left_dagster.local.jobs import Job, JobError, Jobs, is_snapshot
 from shift_left_dagster.local.limits import shorten
@@ -167,6 +168,7 @@ class Engine:
         for name in self.store.names_in_phase(DELETING):
             self._jobs.pop(name, None)
             self._at_once.pop(name, None)
+            forget_aggregates(self.data_dir, name)  # (before the statement goes: a crash between leaves none)
             self.store.delete_statement(name)
             changed = True
         for name in self.store.names_in_phase(STOPPING):

@@ -6,20 +6,24 @@ reads only the offsets not read yet, and each output row keeps its input
 record's op and time. Every other job recomputes its query over the state of
 its inputs and writes the changelog of the difference against what it wrote
 before (its own batches), so an upsert sink ends as Flink would hold it.
-Window aggregations are the exception: they append the windows the run's
+Window aggregations are an exception: they append the windows the run's
 watermark fired (windows.py, event_time.py). Other event-time operators (OVER
 aggregates, keep-first deduplication, event-time temporal joins) recompute over
 their inputs without the rows above the run's watermark: a row is emitted in
 the run whose watermark passes its time (event_time.py), and without the late
-rows their operator dropped (late_rows.py). A SELECT appends its changelog to
-its results (results.py); in snapshot mode ('sql.snapshot.mode' = 'now') every
-source is bounded at its current end, as Confluent Cloud's snapshot queries.
+rows their operator dropped (late_rows.py). GROUP BY aggregations over
+append-only input are another exception: each run adds its new records to
+accumulators kept per key and writes the difference for the keys they touch
+(group_aggregation.py). A SELECT appends its changelog to its results
+(results.py); in snapshot mode ('sql.snapshot.mode' = 'now') every source is
+bounded at its current end, as Confluent Cloud's snapshot queries.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from functools import partial
 from typing import cast
 
@@ -52,11 +56,24 @@ from shift_left_dagster.local.event_time import (
     watermark_inputs,
     watermark_spec,
 )
+from shift_left_dagster.local.group_aggregation import (
+    BEFORE,
+    EMITTED,
+    IN_RESULT,
+    NEW,
+    TOUCHED,
+    AggregateStates,
+    GroupAggregation,
+    NotIncremental,
+    merge,
+    plan,
+    results,
+)
 from shift_left_dagster.local.late_rows import drop_late_rows, dropped_rows
 from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
 from shift_left_dagster.local.storage import TableLogs
-from shift_left_dagster.local.store import Batch, RunState, SourceProgress, Store
+from shift_left_dagster.local.store import AggregateState, Batch, RunState, SourceProgress, Store
 from shift_left_dagster.local.types import decode_wire, flink_type_name, spark_type_of, wire_column
 from shift_left_dagster.local.views import TableViews
 from shift_left_dagster.local.windows import WindowedQuery, fired_args, gate_windows
@@ -91,6 +108,7 @@ class Sink:
     incremental: bool
     compared: dict[str, list[str]] = field(default_factory=dict)  # upsert source view -> columns the query reads
     before: str = "keep"  # how -U rows are written: keep (retract sink), drop or delete (upsert sink)
+    aggregation: GroupAggregation | None = None  # a GROUP BY run on accumulators kept per key
 
     @property
     def windowed(self) -> bool:
@@ -142,6 +160,7 @@ class Jobs:
     def __init__(self, spark: SparkSession, store: Store, logs: TableLogs) -> None:
         self.spark, self.store, self.logs = spark, store, logs
         self.views = TableViews(logs)
+        self.aggregates = AggregateStates(logs.root.parent, spark)
 
     # --- compiling -------------------------------------------------------------------
 
@@ -194,9 +213,22 @@ class Jobs:
             fields = self.bind(job, query).schema.fields
             columns = [ColumnDef(name=f.name, type=flink_type_name(f.dataType)) for f in fields]
             table = table_from_create(statement, "pending", table_id, columns)
-        job.sinks.append(Sink(table=table, query=query, target=[c.name for c in table.stored_columns],
-                              incremental=False))
+        sink = Sink(table=table, query=query, target=[c.name for c in table.stored_columns], incremental=False)
+        sink.aggregation = self._group_aggregation(job, create.expression, sink)
+        job.sinks.append(sink)
         return job
+
+    def _group_aggregation(self, job: Job, query: exp.Expression, sink: Sink) -> GroupAggregation | None:
+        """How a stateful sink's query runs on accumulators per group key; None: it recomputes (the
+        reason is NotIncremental's). Spark analyses the rewritten queries over the empty sources."""
+        if sink.windowed:
+            return None
+        try:
+            self.bind(job, sink.query, empty=True)
+            return plan(query, sink.query, [job.sources[s.view] for s in sink.query.scans], sink.table, sink.target,
+                        lambda sql: self.spark.sql(sql).schema)
+        except (NotIncremental, PySparkException):  # (a query Spark refuses fails in validate, in Flink's words)
+            return None
 
     def _compile_insert(self, job: Job, insert: exp.Insert, properties: Mapping[str, str]) -> Sink:
         target = insert.this.this if isinstance(insert.this, exp.Schema) else insert.this
@@ -222,6 +254,8 @@ class Jobs:
         if table.changelog_mode == "append" and not isinstance(sink_query, WindowedQuery):
             _refuse_updates_into_append(query, table.name)
         sink = Sink(table=table, query=sink_query, target=stored, incremental=stateless)
+        if not stateless:
+            sink.aggregation = self._group_aggregation(job, query, sink)
         upserts = [s.view for s in sink_query.scans if job.sources[s.view].upsert]
         if stateless and upserts:
             _normalized_sink(sink, job, query, upserts)
@@ -319,10 +353,17 @@ class Jobs:
             return RunOutput(False, state)
         fired = self._fire(job, state, upper)
         drop_late_rows(self.views, job.queries(), job.sources, state, upper, fired)
+        if any(s.aggregation is not None for s in job.sinks):
+            self.aggregates.prune(job.name, [a.path for a in state.aggregates.values()])
         output = RunOutput(True, state)
         for index, sink in enumerate(job.sinks):
             read = {job.sources[s.view].uid for s in sink.query.scans}
             if state.runs and not read & fresh:
+                continue
+            if sink.aggregation is not None:
+                batch = self._aggregate(job, str(index), sink, state, upper)
+                if batch is not None:
+                    output.batches.append(batch)
                 continue
             result = self.bind(job, sink.query, state, upper, incremental=sink.incremental, fired=fired.get(str(index)))
             records = self.shape(result, sink, incremental=sink.incremental)
@@ -417,9 +458,12 @@ class Jobs:
         progress = next(p for p in state.sources.values() if p.table_uid == uid)
         return any(end > progress.next.get(p, 0) for p, end in ends.items())
 
-    def shape(self, result: DataFrame, sink: Sink, *, incremental: bool) -> DataFrame:
-        """The query's columns by position -> the sink's stored columns (cast), $rowtime and $op."""
-        fields = result.schema.fields
+    def shape(self, result: DataFrame, sink: Sink, *, incremental: bool, now: Column | None = None,
+              carry: Sequence[str] = ()) -> DataFrame:
+        """The query's columns by position -> the sink's stored columns (cast), $rowtime and $op;
+        `carry` columns of `result` pass through after them. A stateful row's time is `now`
+        (default: when it is written)."""
+        fields = [f for f in result.schema.fields if f.name not in carry]
         data = [f.name for f in fields if f.name not in HIDDEN]
         if len(data) != len(sink.target):
             raise JobError(
@@ -427,8 +471,9 @@ class Jobs:
                 f"number of columns. Query schema: [{', '.join(data)}] Sink schema: [{', '.join(sink.target)}]")
         positional = [f"__sl_c{i}" for i in range(len(data))]
         hidden = [f.name for f in fields if f.name in HIDDEN]
-        frame = result.toDF(*(positional[: len(data)] + hidden)) if not hidden else result.select(
-            *[F.col(f"`{n}`").alias(p) for n, p in zip(data, positional, strict=True)], *[F.col(h) for h in hidden])
+        frame = result.toDF(*(positional[: len(data)] + hidden)) if not hidden and not carry else result.select(
+            *[F.col(f"`{n}`").alias(p) for n, p in zip(data, positional, strict=True)],
+            *[F.col(f"`{h}`") for h in [*hidden, *carry]])
         source = {t.lower(): p for t, p in zip(sink.target, positional, strict=True)}
         columns: list[Column] = []
         for column in sink.table.stored_columns:
@@ -437,42 +482,121 @@ class Jobs:
             columns.append(value.cast(kind).alias(column.name))
         # A stateless row keeps its input record's time, a window result its window_time (windows.py);
         # any other stateful row gets the time it is written.
-        now = F.col(HIDDEN_ROWTIME) if incremental or HIDDEN_ROWTIME in hidden else F.current_timestamp()
+        written = F.current_timestamp() if now is None else now
+        time = F.col(HIDDEN_ROWTIME) if incremental or HIDDEN_ROWTIME in hidden else written
         rowtime_column = sink.table.rowtime_column
-        rowtime = F.coalesce(F.col(source[rowtime_column.lower()]).cast("timestamp"), now) \
-            if rowtime_column and rowtime_column.lower() in source else now
+        rowtime = F.coalesce(F.col(source[rowtime_column.lower()]).cast("timestamp"), time) \
+            if rowtime_column and rowtime_column.lower() in source else time
         extra = [F.col(HIDDEN_SEQ)] if incremental else []
         op = F.col(HIDDEN_OP) if incremental else F.lit(INSERT)
-        return frame.select(*columns, rowtime.alias(ROWTIME), op.cast("tinyint").alias(OP), *extra)
+        return frame.select(*columns, rowtime.alias(ROWTIME), op.cast("tinyint").alias(OP), *extra,
+                            *[F.col(f"`{c}`") for c in carry])
 
-    def _changelog(self, producer: str, table: TableDef, new: DataFrame) -> DataFrame:
-        """What to write so the sink goes from what this job wrote before to `new`."""
+    def _changelog(self, producer: str, table: TableDef, new: DataFrame, now: Column | None = None) -> DataFrame:
+        """What to write so the sink goes from what this job wrote before to `new` (written at `now`)."""
         if not any(b.producer == producer for b in self.store.batches(table.uid)):
             return new  # first run: everything is an insert
         stored = [c.name for c in table.stored_columns]
         old = self.views.state(table, producer=producer).select(*[F.col(f"`{c}`") for c in stored + [ROWTIME]])
         if not table.upsert:
-            plain = [F.col(f"`{c}`") for c in stored]
-            declared = {c.name: c.type for c in table.stored_columns}
-            added = except_all(new.select(*plain), old.select(*plain), declared)
-            removed = except_all(old.select(*plain), new.select(*plain), declared)
-            now = F.current_timestamp().alias(ROWTIME)
-            return added.select("*", now, F.lit(INSERT).cast("tinyint").alias(OP)).unionByName(
-                removed.select("*", now, F.lit(DELETE).cast("tinyint").alias(OP)))
+            return _multiset_changes(table, new, old, F.current_timestamp() if now is None else now)
         n, o = new.alias("n"), old.alias("o")
         keys = table.primary_key
         joined = n.join(o, on=[F.col(f"n.`{k}`") == F.col(f"o.`{k}`") for k in keys], how="full_outer")
-        in_new = F.col(f"n.`{keys[0]}`").isNotNull()
-        in_old = F.col(f"o.`{keys[0]}`").isNotNull()
-        same = [same_value(F.col(f"n.`{c.name}`"), F.col(f"o.`{c.name}`"), spark_type_of(c.type), flink=c.type)
-                for c in table.stored_columns if c.name not in keys]
-        unchanged = in_new & in_old
-        for condition in same:
-            unchanged = unchanged & condition
-        op = F.when(~in_old, INSERT).when(~in_new, DELETE).otherwise(UPDATE_AFTER)
-        pick = [F.when(in_new, F.col(f"n.`{c}`")).otherwise(F.col(f"o.`{c}`")).alias(c) for c in stored + [ROWTIME]]
-        return joined.where(~unchanged).select(*pick, op.cast("tinyint").alias(OP))
+        return _upsert_changes(table, joined, "n", "o")
 
+    def _aggregate(self, job: Job, key: str, sink: Sink, state: RunState,
+                   upper: dict[str, dict[int, int]]) -> Batch | None:
+        """A GROUP BY sink's run on its accumulators (group_aggregation.py): what the new records add
+        merged into the stored accumulators, and the difference written for the keys they touch.
+        Accumulators stored for other tables, or sources that retracted records (an append table
+        written with retractions), start over: the accumulators are computed over the whole input and
+        the result diffed against the sink, as recomputing does."""
+        aggregation = sink.aggregation
+        assert aggregation is not None
+        table, keys, accumulators = sink.table, aggregation.key_columns, aggregation.accumulators
+        kept = state.aggregates.get(key)
+        retracted = any(b.retractions for s in aggregation.rows.scans
+                        for b in self.store.batches(job.sources[s.view].uid))
+        resume = kept is not None and kept.fingerprint == aggregation.fingerprint and not retracted
+        rows = self.bind(job, aggregation.rows, state, upper, incremental=resume)
+        schema = self._state_schema(aggregation, table, rows)
+        stored = self.aggregates.read(kept.path, schema) if kept is not None and resume else None
+        merged = merge(aggregation, stored, rows)
+        now = F.lit(datetime.now(UTC))  # one time for the rows written and the rows kept as emitted
+        groups = self._emit(aggregation, sink, merged, now)
+        touched, new, old = F.col(TOUCHED), F.col(NEW), F.col(EMITTED)
+        unchanged = new.isNotNull() & old.isNotNull() & _same_row(table, NEW, EMITTED) \
+            if table.upsert and stored is not None else F.lit(False)
+        emitted = F.when(~touched | unchanged, old).otherwise(new)  # an unchanged upsert row is not written again
+        before = F.when(touched, old) if stored is not None else F.lit(None).cast(schema[EMITTED].dataType)
+        path = self.aggregates.write(groups.select(*keys, *accumulators, emitted.alias(EMITTED), before.alias(BEFORE),
+                                                   touched), job.name, key)
+        state.aggregates[key] = AggregateState(path=path, fingerprint=aggregation.fingerprint)
+        # The run's changes, from the keys it touched: each one's row before and after.
+        changed = T.StructType([*schema.fields, T.StructField(BEFORE, schema[EMITTED].dataType),
+                                T.StructField(TOUCHED, T.BooleanType())])
+        written = self.aggregates.read(path, changed).where(touched)
+        after = written.where(F.col(EMITTED).isNotNull()).select(f"{EMITTED}.*")
+        if stored is None:  # starting over: the sink may hold rows of this statement already
+            records = self._changelog(job.name, table, after.withColumn(OP, F.lit(INSERT).cast("tinyint")), now)
+        elif table.upsert:
+            records = _upsert_changes(table, written, EMITTED, BEFORE)
+        else:
+            records = _multiset_changes(table, after, written.where(F.col(BEFORE).isNotNull()).select(f"{BEFORE}.*"),
+                                        now)
+        return self.logs.write(table, records, job.name)
+
+    @staticmethod
+    def _state_schema(aggregation: GroupAggregation, table: TableDef, rows: DataFrame) -> T.StructType:
+        """The columns of stored accumulators: keys, accumulators, and the row last emitted."""
+        emitted = T.StructType([T.StructField(c.name, spark_type_of(c.type)) for c in table.stored_columns]
+                               + [T.StructField(ROWTIME, T.TimestampType())])
+        return T.StructType([*rows.schema.fields[:aggregation.keys],
+                             *[T.StructField(a, t) for a, t in zip(aggregation.accumulators, aggregation.types,
+                                                                   strict=True)],
+                             T.StructField(EMITTED, emitted)])
+
+    def _emit(self, aggregation: GroupAggregation, sink: Sink, groups: DataFrame, now: Column) -> DataFrame:
+        """`groups` with column NEW: the sink row (stored columns, $rowtime) of each group the run touched
+        and the HAVING keeps, NULL for the others."""
+        shaped = self.shape(results(aggregation, groups), sink, incremental=False, now=now,
+                            carry=[*groups.columns, IN_RESULT])
+        row = F.struct(*[F.col(f"`{c.name}`") for c in sink.table.stored_columns], F.col(f"`{ROWTIME}`"))
+        return shaped.select(*[F.col(f"`{c}`") for c in groups.columns], F.when(F.col(IN_RESULT), row).alias(NEW))
+
+
+def _multiset_changes(table: TableDef, new: DataFrame, old: DataFrame, now: Column) -> DataFrame:
+    """A table without primary key from `old` rows to `new` ones: the rows added (+I) and removed (-D)."""
+    plain = [F.col(f"`{c.name}`") for c in table.stored_columns]
+    declared = {c.name: c.type for c in table.stored_columns}
+    added = except_all(new.select(*plain), old.select(*plain), declared)
+    removed = except_all(old.select(*plain), new.select(*plain), declared)
+    return added.select("*", now.alias(ROWTIME), F.lit(INSERT).cast("tinyint").alias(OP)).unionByName(
+        removed.select("*", now.alias(ROWTIME), F.lit(DELETE).cast("tinyint").alias(OP)))
+
+
+def _upsert_changes(table: TableDef, frame: DataFrame, new: str, old: str) -> DataFrame:
+    """An upsert table's changes from rows pairing a key's `new` row with its `old` one (table aliases
+    or struct columns; either may be missing): +I of a new key, +U of a changed row, -D of a removed
+    one (with the time of the row it removes)."""
+    key = table.primary_key[0]
+    in_new, in_old = F.col(f"{new}.`{key}`").isNotNull(), F.col(f"{old}.`{key}`").isNotNull()
+    unchanged = in_new & in_old & _same_row(table, new, old)
+    op = F.when(~in_old, INSERT).when(~in_new, DELETE).otherwise(UPDATE_AFTER)
+    pick = [F.when(in_new, F.col(f"{new}.`{c}`")).otherwise(F.col(f"{old}.`{c}`")).alias(c)
+            for c in [*[c.name for c in table.stored_columns], ROWTIME]]
+    return frame.where((in_new | in_old) & ~unchanged).select(*pick, op.cast("tinyint").alias(OP))
+
+
+def _same_row(table: TableDef, new: str, old: str) -> Column:
+    """Two rows of an upsert table hold the same values (its key aside)."""
+    same = F.lit(True)
+    for column in table.stored_columns:
+        if column.name not in table.primary_key:
+            same = same & same_value(F.col(f"{new}.`{column.name}`"), F.col(f"{old}.`{column.name}`"),
+                                     spark_type_of(column.type), flink=column.type)
+    return same
 
 
 def _released(frame: DataFrame, column: str, watermark: int) -> DataFrame:

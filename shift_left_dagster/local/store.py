@@ -81,13 +81,23 @@ class SourceProgress(BaseModel):
     dropped: dict[str, dict[int, list[int]]] = Field(default_factory=dict)
 
 
+class AggregateState(BaseModel):
+    """Where a GROUP BY sink's accumulators are (a folder in the data dir, group_aggregation.py) and
+    the fingerprint of the tables they were computed for."""
+
+    path: str
+    fingerprint: str
+
+
 class RunState(BaseModel):
     """A statement's persisted progress, keyed by source table name; `watermarks` holds, per query
-    with event-time operators (windows.py, event_time.py), the watermark it has emitted up to (epoch ms)."""
+    with event-time operators (windows.py, event_time.py), the watermark it has emitted up to (epoch ms);
+    `aggregates`, per incremental GROUP BY sink (by position), its accumulators."""
 
     sources: dict[str, SourceProgress] = Field(default_factory=dict)
     runs: int = 0
     watermarks: dict[str, int] = Field(default_factory=dict)
+    aggregates: dict[str, AggregateState] = Field(default_factory=dict)
 
 
 class Store:
