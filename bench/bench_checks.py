@@ -102,7 +102,7 @@ def append(service: InProcessService, table: str, rows: DataFrame, producer: str
     engine = service.engine
     definition: TableDef = next(t for t in engine.store.tables() if t.name == table)
     records = rows.withColumn(ROWTIME, F.current_timestamp()).withColumn(OP, F.lit(INSERT).cast("tinyint"))
-    batch = engine.logs.write(definition, records, producer, recomputable=not definition.key_columns)
+    batch = engine.logs.write(definition, records, producer)
     assert batch is not None
     engine.store.append_batches([batch])
     return [str(service.data_dir / b.path) for b in engine.store.batches(definition.uid)]

@@ -7,8 +7,12 @@
    Spark query over the same parquet files in the same run, as a ratio.
 3. History: three new rows through a running GROUP BY aggregate into its upsert sink, over
    100 k and then 4 M rows of history: the median time until they are in the sink, and the ratio.
+4. Table logs stay compacted: 1000 ticks of one record appended to a source
+   and picked up by a stateless INSERT INTO ... SELECT; the batches and folders
+   source and sink hold after them, and the median tick of ticks 1-10 against
+   ticks 991-1000.
 
-Run: python bench/bench_local.py [--rows 1000000]
+Run: python bench/bench_local.py [--rows 1000000] [--ticks 1000]
 """
 
 from __future__ import annotations
@@ -66,6 +70,36 @@ def load(service: InProcessService, table: str, frame) -> list[str]:  # type: ig
     assert batch is not None
     engine.store.append_batches([batch])
     return [str(service.data_dir / b.path) for b in engine.store.batches(definition.uid)]
+
+
+def small_ticks(service: InProcessService, client, ticks: int) -> None:  # type: ignore[no-untyped-def]
+    """One record appended per tick (as a producer would), each picked up by a run of a stateless statement."""
+    run(client, unique("ddl"), "CREATE TABLE tick_in (id BIGINT, name STRING) DISTRIBUTED INTO 1 BUCKETS")
+    run(client, unique("ddl"), "CREATE TABLE tick_out (id BIGINT, name STRING) DISTRIBUTED INTO 1 BUCKETS")
+    run(client, unique("tick"), "INSERT INTO tick_out SELECT id, UPPER(name) FROM tick_in WHERE id >= 0", "RUNNING")
+    engine, spark = service.engine, service.engine.jobs.spark
+    tables = [engine.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id, name=n))
+              for n in ("tick_in", "tick_out")]
+    source = tables[0]
+    assert source is not None
+    seconds: list[float] = []
+    for i in range(ticks):
+        def tick(i: int = i) -> None:
+            record = spark.createDataFrame([(i, f"n{i}")], "id BIGINT, name STRING")
+            batch = engine.logs.write(source, record.withColumn("$rowtime", F.current_timestamp())
+                                      .withColumn("$op", F.lit(0).cast("tinyint")), producer=None)
+            assert batch is not None
+            engine.store.append_batches([batch])
+            quiesce(service.url)
+        seconds.append(timed(tick))
+    for table in tables:
+        assert table is not None
+        on_disk = sum(1 for _ in (service.data_dir / "tables" / table.uid).iterdir())
+        print(f"after {ticks} ticks {table.name}: {len(engine.store.batches(table.uid))} batches, {on_disk} folders "
+              f"(merged ones wait {engine.compaction.retention_seconds:.0f} s for readers before removal)")
+    first, last = statistics.median(seconds[:10]), statistics.median(seconds[-10:])
+    print(f"tick median: ticks 1-10 {first * 1000:.0f} ms, ticks {ticks - 9}-{ticks} {last * 1000:.0f} ms, "
+          f"ratio {last / first:.2f}x")
 
 
 def timed(action) -> float:  # type: ignore[no-untyped-def]
@@ -126,6 +160,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--ticks", type=int, default=1000)
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="bench-local-"))
     try:
@@ -179,6 +214,8 @@ def main() -> None:
                 print(f"{kind:9} {args.rows:,} rows: local service {ours_s:.2f} s ({args.rows / ours_s:,.0f} rows/s), "
                       f"bare Spark {bare_s:.2f} s, ratio {ours_s / bare_s:.2f}x (target <= 1.5x)")
             history(service, client)
+
+            small_ticks(service, client, args.ticks)
     finally:
         shutil.rmtree(data, ignore_errors=True)
 

@@ -4,6 +4,7 @@ HTTP handlers only record what was asked (PENDING, STOPPING, DELETING) and
 wake the engine; the engine thread does every transition and every run, one
 statement at a time, so runs never race each other. A background tick
 advances RUNNING statements; `quiesce` runs them until none finds new input.
+Between two rounds the engine compacts table logs (compaction.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pyspark.sql import SparkSession
 from sqlglot import exp
 
 from shift_left_dagster.local.catalog import TableError
+from shift_left_dagster.local.compaction import CompactionPolicy, compact, remove_retired
 from shift_left_dagster.local.ddl import SQL_KINDS, Ddl
 from shift_left_dagster.local.errors import flink_detail
 from shift_left_dagster.local.event_time import WatermarkError
@@ -51,10 +53,11 @@ _EXPECTED = (Unsupported, UnsupportedType, JobError, TableError, ScanError, Temp
 
 class Engine:
     def __init__(self, data_dir: Path, *, spark_factory: Callable[[], SparkSession] = get_spark,
-                 tick_seconds: float = 1.0) -> None:
+                 tick_seconds: float = 1.0, compaction: CompactionPolicy = CompactionPolicy()) -> None:
         self.data_dir = data_dir
         self.store = Store(data_dir / "service.db")
         self.tick_seconds = tick_seconds
+        self.compaction = compaction
         self._spark_factory = spark_factory
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -125,18 +128,30 @@ class Engine:
             with self._waiters_lock:
                 waiters, self._quiet_waiters = self._quiet_waiters, []
             try:
+                report: dict[str, Any] = {}
                 if waiters:
                     report = self._until_quiet()
-                    for done, out in waiters:
-                        out.update(report)
-                        done.set()
                 else:
                     self._step()
+                self._compact()  # between runs: no run of this thread is reading a folder it retires
+                for done, out in waiters:
+                    out.update(report)
+                    done.set()
             except Exception:  # a bug must not kill the loop: log it, keep serving
                 logger.exception("engine step failed")
                 for done, out in waiters:
                     out.update(error="engine step failed; see the service log")
                     done.set()
+
+    def _compact(self) -> None:
+        """Merge crowded tables' small batches, delete merged folders no reader can still be using."""
+        if self.startup_error is not None:
+            return
+        try:
+            compact(self.logs, self.compaction)
+            remove_retired(self.logs, self.compaction)
+        except Exception:  # each swap is all or nothing: the table keeps its batches as they were
+            logger.exception("compaction failed")
 
     def _until_quiet(self) -> dict[str, Any]:
         rounds = 0

@@ -371,7 +371,7 @@ class Jobs:
                 records = _before_rows(records, sink.before)
                 # Source order kept (Flink keeps each partition's order): by offset, -U before its +U.
                 order = [F.col(HIDDEN_SEQ), F.col(f"`{OP}`")]
-                batch = self.logs.write(sink.table, records, job.name, order_by=order, recomputable=True)
+                batch = self.logs.write(sink.table, records, job.name, order_by=order)
             elif sink.windowed:  # the windows this run fired: append-only
                 batch = self.logs.write(sink.table, records, job.name)
             else:

@@ -27,6 +27,7 @@ import uvicorn
 from pydantic import BaseModel
 from pyspark.sql import SparkSession
 
+from shift_left_dagster.local.compaction import CompactionPolicy
 from shift_left_dagster.local.engine import Engine
 from shift_left_dagster.local.health import OtherFolderService, ServiceError, port_is_free, probe
 from shift_left_dagster.local.lifetime import TMP_DIR, confine_to, end_group, spark_dies_with_this_process
@@ -62,10 +63,10 @@ class InProcessService:
     """The service on a thread of this process, over a SparkSession it is given (tests share one)."""
 
     def __init__(self, data_dir: Path, *, port: int = 0, spark_factory: Callable[[], SparkSession] = get_spark,
-                 tick_seconds: float = 1.0) -> None:
+                 tick_seconds: float = 1.0, compaction: CompactionPolicy = CompactionPolicy()) -> None:
         self.data_dir = data_dir
         self.port = port or free_port()
-        self.engine = Engine(data_dir, spark_factory=spark_factory, tick_seconds=tick_seconds)
+        self.engine = Engine(data_dir, spark_factory=spark_factory, tick_seconds=tick_seconds, compaction=compaction)
         key, secret = credentials()
         config = uvicorn.Config(create_app(self.engine, key, secret), host=HOST, port=self.port,
                                 log_level="warning", lifespan="off")

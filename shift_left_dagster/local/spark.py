@@ -48,6 +48,9 @@ def _build() -> SparkSession:
         # Table logs are many small batch folders: list them on the driver, never in a job.
         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
         .config("spark.sql.parquet.compression.codec", "snappy")
+        # No Python call site captured on every Column call (several JVM round trips each, every run
+        # builds hundreds): the engine reports failures in Flink's terms, never with our call sites.
+        .config("spark.python.sql.dataFrameDebugging.enabled", "false")
     )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

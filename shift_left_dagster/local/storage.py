@@ -4,7 +4,8 @@ A batch is written to a hidden temporary folder and renamed into place, then
 registered in sqlite (store.py); readers only see registered batches, so a
 crash or a concurrent reader never sees half a batch. Offsets are dense per
 partition: a record's offset is its partition's next offset plus its index
-among the batch's records of that partition.
+among the batch's records of that partition. Compaction (compaction.py)
+rewrites consecutive small batches as one, records and offsets unchanged.
 """
 
 from __future__ import annotations
@@ -46,24 +47,20 @@ class TableLogs:
         return removed
 
     def write(self, table: TableDef, records: DataFrame, producer: str | None,
-              order_by: list[Column] | None = None, recomputable: bool = False) -> Batch | None:
+              order_by: list[Column] | None = None) -> Batch | None:
         """Append records (stored columns + $rowtime + $op) as one batch; None when there were none.
 
         Records go to partitions by a hash of the table's key, in the input
-        order `order_by` gives (an upsert table's latest row wins). A table
-        without key (or with one partition) needs no shuffle when the records
-        are `recomputable` (a scan and per-row functions): each Spark task's
-        rows go to one partition, at offsets counted in a first pass.
+        order `order_by` gives (an upsert table's latest row wins, a stateless
+        query keeps each source partition's order). A table without key (or
+        with one partition) takes the records where they are, without shuffle:
+        Spark partitions merged down to the table's, each written to one.
         """
         bases = self.store.end_offsets(table.uid)
         keys = [F.col(f"`{k}`") for k in table.key_columns]
-        if recomputable and not order_by and (not keys or table.partitions == 1):
-            placed, expected = self._in_place(table, records, bases)
-        else:
-            placed, expected = self._by_key(table, records, keys, bases, order_by), None
         observation = Observation(f"batch-{uuid.uuid4().hex}")
         stored = [F.col(f"`{c.name}`") for c in table.stored_columns]
-        logged = placed.observe(observation, *self._metrics(table, expected)).select(
+        logged = self._place(table, records, keys, bases, order_by).observe(observation, *self._metrics(table)).select(
             *stored, F.col(f"`{ROWTIME}`"), F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"),
             F.col(f"`{OP}`").cast("tinyint").alias(OP))
         final = self.root / table.uid / f"b-{uuid.uuid4().hex}"
@@ -81,9 +78,6 @@ class TableLogs:
                 f"You can set job configuration 'table.exec.sink.not-null-enforcer'='DROP' to suppress this "
                 f"exception and drop such records silently."
             )
-        if expected is not None and any(metrics[f"task:{t}"] != n for t, n in expected.items()):
-            shutil.rmtree(temporary, ignore_errors=True)  # the second pass split rows differently: place by key
-            return self.write(table, records, producer, order_by)
         temporary.rename(final)
         ranges = {
             p: (metrics[f"first:{p}"], metrics[f"last:{p}"] + 1)
@@ -93,10 +87,13 @@ class TableLogs:
                      retractions=metrics["retractions"], ranges=ranges)
 
     @staticmethod
-    def _by_key(table: TableDef, records: DataFrame, keys: list[Column], bases: dict[int, int],
-                order_by: list[Column] | None) -> DataFrame:
-        """Shuffle into exactly `partitions` Spark partitions; offset = base + index in the Spark partition."""
-        spread = records.repartition(table.partitions, *keys) if keys else records.repartition(table.partitions)
+    def _place(table: TableDef, records: DataFrame, keys: list[Column], bases: dict[int, int],
+               order_by: list[Column] | None) -> DataFrame:
+        """Spark partition p holds table partition p's records; offset = base + index in the Spark partition."""
+        if keys and table.partitions > 1:
+            spread = records.repartition(table.partitions, *keys)
+        else:
+            spread = records.coalesce(table.partitions)
         if order_by:
             spread = spread.sortWithinPartitions(*order_by)
         partition = F.spark_partition_id()
@@ -105,28 +102,8 @@ class TableLogs:
         return spread.select("*", partition.alias(PARTITION), (base + index).alias(OFFSET))
 
     @staticmethod
-    def _in_place(table: TableDef, records: DataFrame, bases: dict[int, int]) -> tuple[DataFrame, dict[int, int]]:
-        """No shuffle: Spark task t writes partition t mod N; a first pass counts each task's rows."""
-        task = F.spark_partition_id()
-        tagged = records.select("*", task.alias("__sl_task"), F.monotonically_increasing_id().alias("__sl_id"))
-        counts: dict[int, int] = {}
-        tasks = 1
-        if tagged.rdd.getNumPartitions() > 1:  # (one task: offsets are its row indexes, nothing to count)
-            counts = {row[0]: row[1] for row in tagged.groupBy("__sl_task").count().collect()}
-            tasks = max(counts, default=-1) + 1
-        next_offset = {p: bases.get(p, 0) for p in range(table.partitions)}
-        deltas: list[int] = []
-        for t in range(tasks):
-            deltas.append(next_offset[t % table.partitions] - (t << _INDEX_BITS))
-            next_offset[t % table.partitions] += counts.get(t, 0)
-        delta = F.element_at(F.array(*[F.lit(d) for d in deltas] or [F.lit(0)]), F.col("__sl_task") + 1)
-        placed = tagged.select("*", (F.col("__sl_task") % table.partitions).cast("int").alias(PARTITION),
-                               (F.col("__sl_id") + delta).alias(OFFSET))
-        return placed, counts
-
-    @staticmethod
-    def _metrics(table: TableDef, tasks: dict[int, int] | None) -> list[Column]:
-        """What a write counts as it goes: rows, retractions, offsets per partition, NULLs, rows per task."""
+    def _metrics(table: TableDef) -> list[Column]:
+        """What a write counts as it goes: rows, retractions, offsets per partition, NULLs."""
         metrics = [F.count(F.lit(1)).alias("rows"),
                    F.sum(F.when(F.col(f"`{OP}`").isin(UPDATE_BEFORE, DELETE), 1).otherwise(0)).alias("retractions")]
         for p in range(table.partitions):
@@ -136,8 +113,6 @@ class TableLogs:
             if not column.nullable:
                 metrics.append(F.sum(F.when(F.col(f"`{column.name}`").isNull(), 1).otherwise(0))
                                .alias(f"null:{column.name}"))
-        for t in tasks or {}:
-            metrics.append(F.sum(F.when(F.col("__sl_task") == t, 1).otherwise(0)).alias(f"task:{t}"))
         return metrics
 
     def read(self, table: TableDef, ranges: dict[int, tuple[int, int]] | None = None,
@@ -165,6 +140,28 @@ class TableLogs:
         if ranges is not None and not exact:
             frame = frame.where(_in_ranges(ranges))
         return frame
+
+    def merge(self, table: TableDef, batches: list[Batch]) -> Batch:
+        """One new batch folder holding exactly the records of consecutive `batches` of one producer
+        (same values, partitions, offsets, times and ops), in log order; not registered yet."""
+        final = self.root / table.uid / f"b-{uuid.uuid4().hex}"
+        temporary = final.with_name(f".tmp-{final.name}")
+        records = self.spark.read.schema(table.storage_schema()).parquet(
+            *[str(self.root.parent / b.path) for b in batches])
+        records.coalesce(1).sortWithinPartitions(PARTITION, OFFSET).write.parquet(str(temporary))
+        temporary.rename(final)
+        ranges: dict[int, tuple[int, int]] = {}
+        for batch in batches:
+            for p, (first, end) in batch.ranges.items():
+                ranges[p] = (ranges[p][0], end) if p in ranges else (first, end)
+        return Batch(table_uid=table.uid, path=self._relative(final), producer=batches[0].producer,
+                     rows=sum(b.rows for b in batches), retractions=sum(b.retractions for b in batches),
+                     ranges=ranges)
+
+    def remove(self, paths: list[str]) -> None:
+        """Delete batch folders (their batches no longer registered)."""
+        for path in paths:
+            shutil.rmtree(self.root.parent / path, ignore_errors=True)
 
     def _relative(self, path: Path) -> str:
         return str(path.relative_to(self.root.parent))

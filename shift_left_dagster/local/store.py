@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -40,6 +41,7 @@ CREATE TABLE IF NOT EXISTS batches (
     id INTEGER PRIMARY KEY AUTOINCREMENT, table_uid TEXT NOT NULL, path TEXT NOT NULL, producer TEXT,
     rows INTEGER NOT NULL, retractions INTEGER NOT NULL, ranges TEXT NOT NULL, created_at TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS batches_by_table ON batches (table_uid, id);
+CREATE TABLE IF NOT EXISTS retired (path TEXT PRIMARY KEY, at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (statement TEXT PRIMARY KEY, state TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS subjects (name TEXT PRIMARY KEY, table_uid TEXT, soft_deleted INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS pools (id TEXT PRIMARY KEY, body TEXT NOT NULL);
@@ -275,7 +277,37 @@ class Store:
                 for i, t, p, pr, n, r, g in rows]
 
     def batch_paths(self) -> set[str]:
-        return {r[0] for r in self._all("SELECT path FROM batches")}
+        """Folders that must stay: registered batches, and merged ones readers may still be using."""
+        return {r[0] for r in self._all("SELECT path FROM batches UNION SELECT path FROM retired")}
+
+    # --- compaction (compaction.py) ----------------------------------------------------
+
+    def crowded_tables(self, small_rows: int, more_than: int) -> list[str]:
+        """Tables holding more than `more_than` batches of fewer than `small_rows` records."""
+        return [r[0] for r in self._all("SELECT table_uid FROM batches WHERE rows < ? GROUP BY table_uid "
+                                        "HAVING COUNT(*) > ?", small_rows, more_than)]
+
+    def replace_batches(self, merged: list[Batch], into: Batch) -> bool:
+        """Register `into` in place of `merged` (it takes the first one's id, so the table's batch order
+        holds) and retire their folders, all or nothing; False when one of them is gone (table dropped)."""
+        ids = [b.id for b in merged]
+        marks = ",".join("?" * len(ids))
+        with self.transaction() as db:
+            if db.execute(f"SELECT COUNT(*) FROM batches WHERE id IN ({marks})", ids).fetchone()[0] != len(ids):
+                return False
+            db.execute("UPDATE batches SET path = ?, rows = ?, retractions = ?, ranges = ? WHERE id = ?",
+                       (into.path, into.rows, into.retractions, json.dumps(into.ranges), ids[0]))
+            db.executemany("DELETE FROM batches WHERE id = ?", [(i,) for i in ids[1:]])
+            db.executemany("INSERT OR REPLACE INTO retired VALUES (?, ?)", [(b.path, time.time()) for b in merged])
+        return True
+
+    def retired_before(self, at: float) -> list[str]:
+        """Folders of merged batches retired before `at` (epoch seconds)."""
+        return [r[0] for r in self._all("SELECT path FROM retired WHERE at < ?", at)]
+
+    def forget_retired(self, paths: list[str]) -> None:
+        with self.transaction() as db:
+            db.executemany("DELETE FROM retired WHERE path = ?", [(p,) for p in paths])
 
     # --- runs -----------------------------------------------------------------------
 
