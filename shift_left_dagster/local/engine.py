@@ -131,8 +131,8 @@ class Engine:
                 report: dict[str, Any] = {}
                 if waiters:
                     report = self._until_quiet()
-                else:
-                    self._step()
+                elif self._step():
+                    self._wake.set()  # records moved: their readers run in the next round, not a tick later
                 self._compact()  # between runs: no run of this thread is reading a folder it retires
                 for done, out in waiters:
                     out.update(report)

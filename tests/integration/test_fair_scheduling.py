@@ -10,6 +10,7 @@ import pytest
 
 from shift_left_dagster.local.engine import finishes_at_once
 from shift_left_dagster.local.process import InProcessService
+from shift_left_dagster.local.reader import LocalData
 from tests.integration.support import SNAPSHOT, client_for, run
 
 QUEUED = 40
@@ -57,3 +58,24 @@ def test_ddl_and_snapshot_select_overtake_a_queue_of_continuous_statements(servi
 ])
 def test_what_finishes_at_once(sql: str, properties: dict[str, str], at_once: bool) -> None:
     assert finishes_at_once(sql, properties) is at_once
+
+
+@pytest.mark.service
+def test_records_flow_down_a_chain_without_waiting_a_tick_per_hop(spark, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A round that moved records starts the next one at once: rows inserted at the head of a chain of
+    running statements reach its end in a few rounds, not one engine tick (here 60 s) per hop."""
+    with InProcessService(tmp_path, spark_factory=lambda: spark, tick_seconds=60) as service:
+        client = client_for(service.url)
+        for table in ("a", "b", "c", "d"):
+            run(client, f"{table}-ddl", f"CREATE TABLE {table} (id INT)")
+        for source, sink in (("c", "d"), ("b", "c"), ("a", "b")):  # the engine runs the last hop first
+            client.create_statement(f"{source}-to-{sink}", f"INSERT INTO {sink} SELECT id FROM {source}")
+            client.wait_for_phase(f"{source}-to-{sink}", {"RUNNING"}, timeout=60)
+        data = LocalData(service.data_dir, spark)  # read without waking the engine (a statement would)
+        started = time.monotonic()
+        run(client, "rows", "INSERT INTO a VALUES (1), (2), (3)")
+        rows: list[int] = []
+        while time.monotonic() - started < 30 and len(rows) < 3:
+            time.sleep(0.2)
+            rows = sorted(r["id"] for r in data.current_rows(data.table("d")).collect())
+        assert rows == [1, 2, 3], f"after {time.monotonic() - started:.1f} s"
