@@ -36,6 +36,7 @@ from shift_left_dagster.local.settings import IDENTITY  # noqa: E402
 from tests.integration.support import client_for, pipeline_order, quiesce, run, seed_statements, unique  # noqa: E402
 
 SINKS = ("fct_order", "v_p", "dim_c360_users", "fct_c360_purchase", "fct_c360_item_sales", "fct_c360_hourly_activity")
+TARGETS = {"stateless": 1.5, "stateful": 1.3}  # issue 13: ratios to bare Spark over the same files
 STATELESS = ("SELECT order_id, customer_id, UPPER(TRIM(status)) AS status, "
              "CAST(quantity * price AS DECIMAL(12, 2)) AS amount FROM {orders} WHERE quantity > 0")
 STATEFUL = ("SELECT c.segment, COUNT(*) AS orders, CAST(SUM(o.quantity * o.price) AS DECIMAL(18, 2)) AS revenue "
@@ -171,7 +172,7 @@ def main() -> None:
             spark = service.engine.jobs.spark
 
             seconds = timed(lambda: (deploy_project(client), quiesce(service.url)))
-            print(f"sample project (24 tables, seeds + DDL + DML over HTTP) caught up in {seconds:.1f} s")
+            print(f"sample project (24 tables, seeds + DDL + DML over HTTP) caught up in {seconds:.1f} s (target < 15 s)")
 
             run(client, unique("ddl"), "CREATE TABLE bench_orders (order_id STRING, customer_id STRING, "
                                        "quantity INT, price DECIMAL(10, 2), status STRING) DISTRIBUTED INTO 2 BUCKETS")
@@ -212,7 +213,7 @@ def main() -> None:
                 bare_s = min(bare(template.format(orders="bare_orders", customers="bare_customers"))
                              for _ in range(args.repeat))
                 print(f"{kind:9} {args.rows:,} rows: local service {ours_s:.2f} s ({args.rows / ours_s:,.0f} rows/s), "
-                      f"bare Spark {bare_s:.2f} s, ratio {ours_s / bare_s:.2f}x (target <= 1.5x)")
+                      f"bare Spark {bare_s:.2f} s, ratio {ours_s / bare_s:.2f}x (target <= {TARGETS[kind]}x)")
             history(service, client)
 
             small_ticks(service, client, args.ticks)
