@@ -172,7 +172,8 @@ def main() -> None:
             spark = service.engine.jobs.spark
 
             seconds = timed(lambda: (deploy_project(client), quiesce(service.url)))
-            print(f"sample project (24 tables, seeds + DDL + DML over HTTP) caught up in {seconds:.1f} s (target < 15 s)")
+            print(f"sample project (24 tables, seeds + DDL + DML over HTTP) caught up in {seconds:.1f} s "
+                  "(target < 15 s)")
 
             run(client, unique("ddl"), "CREATE TABLE bench_orders (order_id STRING, customer_id STRING, "
                                        "quantity INT, price DECIMAL(10, 2), status STRING) DISTRIBUTED INTO 2 BUCKETS")
