@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import OFFSET, PARTITION, TableDef
 from shift_left_dagster.local.event_time import MIN_WATERMARK
+from shift_left_dagster.local.storage import in_ranges
 from shift_left_dagster.local.store import RunState, SourceProgress
 from shift_left_dagster.local.views import Ranges, TableViews
 from shift_left_dagster.translation.spark import LateRule, Scan, SparkQuery
@@ -83,19 +84,10 @@ def _after_key_last(views: TableViews, table: TableDef, rule: LateRule, progress
     declared = [table.column(k) for k in rule.keys]
     keys = [F.col(f"`{c.name}`") for c in declared if c is not None] if all(declared) else []
     read = {p: (progress.start.get(p, 0), end) for p, (_start, end) in new.items()}
-    fresh = _from_offsets({p: start for p, (start, _end) in new.items()})
+    fresh = in_ranges(dict(new))
     earlier = F.when(~fresh & (time <= watermark), time)
     rows = views.located(table, read).withColumn(_LAST, F.max(earlier).over(Window.partitionBy(*keys)))
     return rows.where(fresh & (time <= F.col(_LAST)))
-
-
-def _from_offsets(starts: Mapping[int, int]) -> Column:
-    """Whether a record is at or after its partition's start offset."""
-    partition, offset = F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`")
-    condition = F.lit(False)
-    for p, start in starts.items():
-        condition = condition | ((partition == p) & (offset >= start))
-    return condition
 
 
 def _progress(state: RunState, table_uid: str) -> SourceProgress | None:

@@ -138,7 +138,7 @@ class TableLogs:
             return self.spark.createDataFrame([], schema)
         frame = self.spark.read.schema(schema).parquet(*[str(self.root.parent / b.path) for b in selected])
         if ranges is not None and not exact:
-            frame = frame.where(_in_ranges(ranges))
+            frame = frame.where(in_ranges(ranges))
         return frame
 
     def merge(self, table: TableDef, batches: list[Batch]) -> Batch:
@@ -173,7 +173,8 @@ def drop_table(store: Store, root: Path, uid: str) -> None:
     shutil.rmtree(root / uid, ignore_errors=True)
 
 
-def _in_ranges(ranges: dict[int, tuple[int, int]]) -> Column:
+def in_ranges(ranges: dict[int, tuple[int, int]]) -> Column:
+    """Whether a record is in one of the ranges (partition -> [start, end) offsets)."""
     partition, offset = F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`")
     conditions = [(partition == p) & (offset >= start) & (offset < end) for p, (start, end) in ranges.items()]
     return reduce(lambda a, b: a | b, conditions, F.lit(False))
