@@ -72,7 +72,7 @@ from shift_left_dagster.local.group_aggregation import (
 from shift_left_dagster.local.late_rows import drop_late_rows, dropped_rows
 from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
-from shift_left_dagster.local.storage import TableLogs
+from shift_left_dagster.local.storage import DRIVER_ROWS, TableLogs
 from shift_left_dagster.local.store import AggregateState, Batch, RunState, SourceProgress, Store
 from shift_left_dagster.local.types import decode_wire, flink_type_name, spark_type_of, wire_column
 from shift_left_dagster.local.views import TableViews
@@ -367,15 +367,17 @@ class Jobs:
                 continue
             result = self.bind(job, sink.query, state, upper, incremental=sink.incremental, fired=fired.get(str(index)))
             records = self.shape(result, sink, incremental=sink.incremental)
+            small = self._reads_few(job, sink.query, state, upper, incremental=sink.incremental)
             if sink.incremental:
                 records = _before_rows(records, sink.before)
                 # Source order kept (Flink keeps each partition's order): by offset, -U before its +U.
                 order = [F.col(HIDDEN_SEQ), F.col(f"`{OP}`")]
-                batch = self.logs.write(sink.table, records, job.name, order_by=order)
+                batch = self.logs.write(sink.table, records, job.name, order_by=order, small_input=small)
             elif sink.windowed:  # the windows this run fired: append-only
-                batch = self.logs.write(sink.table, records, job.name)
+                batch = self.logs.write(sink.table, records, job.name, small_input=small)
             else:
-                batch = self.logs.write(sink.table, self._changelog(job.name, sink.table, records), job.name)
+                batch = self.logs.write(sink.table, self._changelog(job.name, sink.table, records), job.name,
+                                        small_input=small)
             if batch is not None:
                 output.batches.append(batch)
         if job.select is not None:
@@ -452,6 +454,19 @@ class Jobs:
                 for p in range(table.partitions)
             }
         return upper
+
+    @staticmethod
+    def _reads_few(job: Job, query: SparkQuery, state: RunState, upper: dict[str, dict[int, int]], *,
+                   incremental: bool) -> bool:
+        """Whether a run of the query reads at most DRIVER_ROWS records: its new offsets, or all of them
+        when it recomputes (offsets are dense, so a range holds as many records as it is long)."""
+        total = 0
+        for scan in query.scans:
+            uid = job.sources[scan.view].uid
+            progress = next(p for p in state.sources.values() if p.table_uid == uid)
+            low = progress.next if incremental else progress.start
+            total += sum(end - low.get(p, 0) for p, end in upper[uid].items())
+        return total <= DRIVER_ROWS
 
     @staticmethod
     def _behind(state: RunState, uid: str, ends: dict[int, int]) -> bool:
@@ -545,7 +560,8 @@ class Jobs:
         else:
             records = _multiset_changes(table, after, written.where(F.col(BEFORE).isNotNull()).select(f"{BEFORE}.*"),
                                         now)
-        return self.logs.write(table, records, job.name)
+        small = self._reads_few(job, aggregation.rows, state, upper, incremental=resume)
+        return self.logs.write(table, records, job.name, small_input=small)
 
     @staticmethod
     def _state_schema(aggregation: GroupAggregation, table: TableDef, rows: DataFrame) -> T.StructType:

@@ -1,7 +1,9 @@
 """Table logs on disk: each write is one batch folder of parquet files Spark reads.
 
 A batch is written to a hidden temporary folder and renamed into place, then
-registered in sqlite (store.py); readers only see registered batches, so a
+registered in sqlite (store.py); a small batch is collected to the driver as
+Arrow and written there with pyarrow, a fraction of a Spark write's fixed cost
+(planning a write job and its commit protocol); readers only see registered batches, so a
 crash or a concurrent reader never sees half a batch. Offsets are dense per
 partition: a record's offset is its partition's next offset plus its index
 among the batch's records of that partition. Compaction (compaction.py)
@@ -15,6 +17,7 @@ import uuid
 from functools import reduce
 from pathlib import Path
 
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
@@ -22,6 +25,7 @@ from shift_left_dagster.local.catalog import DELETE, OFFSET, OP, PARTITION, ROWT
 from shift_left_dagster.local.store import Batch, Store
 
 _INDEX_BITS = 33  # monotonically_increasing_id() = spark partition id << 33 | index in the partition
+DRIVER_ROWS = 100_000  # a batch of at most this many records, from a run reading as few, is written by the driver
 
 
 class NotNullViolation(ValueError):
@@ -47,7 +51,7 @@ class TableLogs:
         return removed
 
     def write(self, table: TableDef, records: DataFrame, producer: str | None,
-              order_by: list[Column] | None = None) -> Batch | None:
+              order_by: list[Column] | None = None, small_input: bool = False) -> Batch | None:
         """Append records (stored columns + $rowtime + $op) as one batch; None when there were none.
 
         Records go to partitions by a hash of the table's key, in the input
@@ -55,17 +59,30 @@ class TableLogs:
         query keeps each source partition's order). A table without key (or
         with one partition) takes the records where they are, without shuffle:
         Spark partitions merged down to the table's, each written to one.
+        With `small_input` (the run read at most DRIVER_ROWS records), a batch
+        of at most as many records is written by the driver.
         """
         bases = self.store.end_offsets(table.uid)
         keys = [F.col(f"`{k}`") for k in table.key_columns]
-        observation = Observation(f"batch-{uuid.uuid4().hex}")
+        placed = self._place(table, records, keys, bases, order_by)
         stored = [F.col(f"`{c.name}`") for c in table.stored_columns]
-        logged = self._place(table, records, keys, bases, order_by).observe(observation, *self._metrics(table)).select(
-            *stored, F.col(f"`{ROWTIME}`"), F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"),
-            F.col(f"`{OP}`").cast("tinyint").alias(OP))
+        columns = [*stored, F.col(f"`{ROWTIME}`"), F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"),
+                   F.col(f"`{OP}`").cast("tinyint").alias(OP)]
         final = self.root / table.uid / f"b-{uuid.uuid4().hex}"
         temporary = final.with_name(f".tmp-{final.name}")
-        logged.write.parquet(str(temporary))
+        observation = Observation(f"batch-{uuid.uuid4().hex}")
+        logged = placed.observe(observation, *self._metrics(table)).select(*columns)
+        collected = logged.limit(DRIVER_ROWS + 1).toArrow() if small_input else None
+        if collected is not None and collected.num_rows <= DRIVER_ROWS:
+            temporary.mkdir(parents=True)
+            if collected.num_rows:
+                pq.write_table(collected.sort_by([(PARTITION, "ascending"), (OFFSET, "ascending")]),
+                               str(temporary / "part-00000.parquet"))
+        else:  # a large batch: computed again and written by Spark, counted by a fresh observation
+            if collected is not None:
+                observation = Observation(f"batch-{uuid.uuid4().hex}")
+                logged = placed.observe(observation, *self._metrics(table)).select(*columns)
+            logged.write.parquet(str(temporary))
         metrics = observation.get
         if not metrics["rows"]:
             shutil.rmtree(temporary, ignore_errors=True)
