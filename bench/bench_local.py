@@ -1,7 +1,9 @@
 """Benchmark of the embedded local service (warm service, one SparkSession).
 
 1. The whole sample project (p1, p2, c360: seeds, then each table's DDL and
-   DML in dependency order) deployed over HTTP: time until every sink caught up.
+   DML in dependency order) deployed over HTTP: time until every sink caught up,
+   on a service just started, then on a warm one (a clean second service in the
+   same process: its Spark JVM has run queries before, as a running service has).
 2. Throughput over 1 M input rows of a stateless statement (filter +
    projection) and a stateful one (join + aggregate), each next to the bare
    Spark query over the same parquet files in the same run, as a ratio.
@@ -165,15 +167,21 @@ def main() -> None:
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="bench-local-"))
     try:
+        with InProcessService(data / "first") as first:
+            client = client_for(first.url)
+            client.settings.poll.initial = client.settings.poll.step = 0.05  # time the service, not the polling
+            run(client, unique("warm"), "SELECT 1")  # Spark started
+            seconds = timed(lambda: (deploy_project(client), quiesce(first.url)))
+            print(f"sample project (24 tables, seeds + DDL + DML over HTTP) caught up in {seconds:.1f} s "
+                  "on a service just started")
         with InProcessService(data / "service") as service:
             client = client_for(service.url)
-            client.settings.poll.initial = client.settings.poll.step = 0.05  # time the service, not the polling
-            run(client, unique("warm"), "SELECT 1")  # Spark started and warm
+            client.settings.poll.initial = client.settings.poll.step = 0.05
+            run(client, unique("warm"), "SELECT 1")
             spark = service.engine.jobs.spark
 
             seconds = timed(lambda: (deploy_project(client), quiesce(service.url)))
-            print(f"sample project (24 tables, seeds + DDL + DML over HTTP) caught up in {seconds:.1f} s "
-                  "(target < 15 s)")
+            print(f"sample project caught up in {seconds:.1f} s on a clean, warm service (target < 15 s)")
 
             run(client, unique("ddl"), "CREATE TABLE bench_orders (order_id STRING, customer_id STRING, "
                                        "quantity INT, price DECIMAL(10, 2), status STRING) DISTRIBUTED INTO 2 BUCKETS")

@@ -9,12 +9,18 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
 
 SPARK_MASTER_ENV = "SHIFT_LEFT_SPARK_MASTER"
 SPARK_JAVA_OPTIONS_ENV = "SHIFT_LEFT_SPARK_JAVA_OPTIONS"
 FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+# Interpreted expressions, no generated Java: for a query over a few rows, compiling its code (Janino,
+# then the JIT) costs more than the code saves. Both confs are read when a query is planned and run.
+_NO_CODEGEN = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
 
 _lock = threading.Lock()
 _session: SparkSession | None = None
@@ -58,3 +64,19 @@ def _build() -> SparkSession:
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     return session
+
+
+@contextmanager
+def without_codegen(spark: SparkSession) -> Iterator[None]:
+    """Queries run inside the block are planned and run without code generation (same results)."""
+    saved = {key: spark.conf.get(key) for key in _NO_CODEGEN}
+    for key, value in _NO_CODEGEN.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, kept in saved.items():
+            if kept is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, kept)

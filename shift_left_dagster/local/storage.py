@@ -1,9 +1,10 @@
 """Table logs on disk: each write is one batch folder of parquet files Spark reads.
 
 A batch is written to a hidden temporary folder and renamed into place, then
-registered in sqlite (store.py); a small batch is collected to the driver as
-Arrow and written there with pyarrow, a fraction of a Spark write's fixed cost
-(planning a write job and its commit protocol); readers only see registered batches, so a
+registered in sqlite (store.py); a small batch is computed without code
+generation, collected to the driver as Arrow and written there with pyarrow: a
+fraction of the fixed cost of a Spark write (compiling the query's code,
+planning a write job, its commit protocol); readers only see registered batches, so a
 crash or a concurrent reader never sees half a batch. Offsets are dense per
 partition: a record's offset is its partition's next offset plus its index
 among the batch's records of that partition. Compaction (compaction.py)
@@ -22,6 +23,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import DELETE, OFFSET, OP, PARTITION, ROWTIME, UPDATE_BEFORE, TableDef
+from shift_left_dagster.local.spark import without_codegen
 from shift_left_dagster.local.store import Batch, Store
 
 _INDEX_BITS = 33  # monotonically_increasing_id() = spark partition id << 33 | index in the partition
@@ -72,7 +74,10 @@ class TableLogs:
         temporary = final.with_name(f".tmp-{final.name}")
         observation = Observation(f"batch-{uuid.uuid4().hex}")
         logged = placed.observe(observation, *self._metrics(table)).select(*columns)
-        collected = logged.limit(DRIVER_ROWS + 1).toArrow() if small_input else None
+        collected = None
+        if small_input:
+            with without_codegen(self.spark):
+                collected = logged.limit(DRIVER_ROWS + 1).toArrow()
         if collected is not None and collected.num_rows <= DRIVER_ROWS:
             temporary.mkdir(parents=True)
             if collected.num_rows:

@@ -86,7 +86,9 @@ def write_both(spark: SparkSession, tmp_path: Path, keyed: bool,
 def test_a_batch_written_by_the_driver_is_the_one_spark_writes(spark: SparkSession, tmp_path: Path,
                                                                 keyed: bool) -> None:
     data = rows(60)
+    codegen = spark.conf.get("spark.sql.codegen.wholeStage")
     logs, written = write_both(spark, tmp_path, keyed, data)
+    assert spark.conf.get("spark.sql.codegen.wholeStage") == codegen  # the driver's write ran without, then restored
     (driver_table, driver), (spark_table, spark_batch) = written[True], written[False]
     assert len(list((tmp_path / "tables" / driver.path.split("/", 1)[1]).glob("*.parquet"))) == 1
     assert (driver.rows, driver.retractions, driver.ranges) == \
