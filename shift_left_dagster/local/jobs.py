@@ -223,10 +223,17 @@ class Jobs:
         reason is NotIncremental's). Spark analyses the rewritten queries over the empty sources."""
         if sink.windowed:
             return None
+        bound: list[bool] = []
+
+        def types_of(sql: str) -> T.StructType:  # the sink's views bound once, when plan first asks Spark
+            if not bound:
+                self.bind(job, sink.query, empty=True)
+                bound.append(True)
+            return self.spark.sql(sql).schema
+
         try:
-            self.bind(job, sink.query, empty=True)
             return plan(query, sink.query, [job.sources[s.view] for s in sink.query.scans], sink.table, sink.target,
-                        lambda sql: self.spark.sql(sql).schema)
+                        types_of)
         except (NotIncremental, PySparkException):  # (a query Spark refuses fails in validate, in Flink's words)
             return None
 
@@ -372,12 +379,13 @@ class Jobs:
                 records = _before_rows(records, sink.before)
                 # Source order kept (Flink keeps each partition's order): by offset, -U before its +U.
                 order = [F.col(HIDDEN_SEQ), F.col(f"`{OP}`")]
-                batch = self.logs.write(sink.table, records, job.name, order_by=order, small_input=small)
+                batch = self.logs.write(sink.table, records, job.name, order_by=order, small_input=small,
+                                        collect=small)
             elif sink.windowed:  # the windows this run fired: append-only
-                batch = self.logs.write(sink.table, records, job.name, small_input=small)
-            else:
+                batch = self.logs.write(sink.table, records, job.name, small_input=small, collect=True)
+            else:  # the changelog of what changed since the last run
                 batch = self.logs.write(sink.table, self._changelog(job.name, sink.table, records), job.name,
-                                        small_input=small)
+                                        small_input=small, collect=True)
             if batch is not None:
                 output.batches.append(batch)
         if job.select is not None:
@@ -561,7 +569,7 @@ class Jobs:
             records = _multiset_changes(table, after, written.where(F.col(BEFORE).isNotNull()).select(f"{BEFORE}.*"),
                                         now)
         small = self._reads_few(job, aggregation.rows, state, upper, incremental=resume)
-        return self.logs.write(table, records, job.name, small_input=small)
+        return self.logs.write(table, records, job.name, small_input=small, collect=True)
 
     @staticmethod
     def _state_schema(aggregation: GroupAggregation, table: TableDef, rows: DataFrame) -> T.StructType:

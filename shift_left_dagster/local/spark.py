@@ -54,6 +54,8 @@ def _build() -> SparkSession:
         # Table logs are many small batch folders: list them on the driver, never in a job.
         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
         .config("spark.sql.parquet.compression.codec", "snappy")
+        # Times as the driver's pyarrow writes them (INT64 microseconds), not the legacy INT96.
+        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         # No Python call site captured on every Column call (several JVM round trips each, every run
         # builds hundreds): the engine reports failures in Flink's terms, never with our call sites.
         .config("spark.python.sql.dataFrameDebugging.enabled", "false")

@@ -4,7 +4,10 @@ A batch is written to a hidden temporary folder and renamed into place, then
 registered in sqlite (store.py); a small batch is computed without code
 generation, collected to the driver as Arrow and written there with pyarrow: a
 fraction of the fixed cost of a Spark write (compiling the query's code,
-planning a write job, its commit protocol); readers only see registered batches, so a
+planning a write job, its commit protocol). A batch is counted (rows,
+retractions, offsets per partition, NULLs in NOT NULL columns) on its Arrow
+columns: those Spark wrote are read back, which costs far less than counting
+inside the Spark job (an observed metric runs outside generated code); readers only see registered batches, so a
 crash or a concurrent reader never sees half a batch. Offsets are dense per
 partition: a record's offset is its partition's next offset plus its index
 among the batch's records of that partition. Compaction (compaction.py)
@@ -15,11 +18,14 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from contextlib import nullcontext
 from functools import reduce
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import DELETE, OFFSET, OP, PARTITION, ROWTIME, UPDATE_BEFORE, TableDef
@@ -53,7 +59,8 @@ class TableLogs:
         return removed
 
     def write(self, table: TableDef, records: DataFrame, producer: str | None,
-              order_by: list[Column] | None = None, small_input: bool = False) -> Batch | None:
+              order_by: list[Column] | None = None, *, small_input: bool = False,
+              collect: bool = False) -> Batch | None:
         """Append records (stored columns + $rowtime + $op) as one batch; None when there were none.
 
         Records go to partitions by a hash of the table's key, in the input
@@ -61,38 +68,38 @@ class TableLogs:
         query keeps each source partition's order). A table without key (or
         with one partition) takes the records where they are, without shuffle:
         Spark partitions merged down to the table's, each written to one.
-        With `small_input` (the run read at most DRIVER_ROWS records), a batch
-        of at most as many records is written by the driver.
+        With `small_input` (the run read at most DRIVER_ROWS records) the
+        batch is computed without code generation; with `collect` (a batch
+        likely small: a stateless run over few records, a changelog of
+        differences) one of at most DRIVER_ROWS records is written by the
+        driver, a larger one is computed again and written by Spark.
         """
         bases = self.store.end_offsets(table.uid)
         keys = [F.col(f"`{k}`") for k in table.key_columns]
-        placed = self._place(table, records, keys, bases, order_by)
         stored = [F.col(f"`{c.name}`") for c in table.stored_columns]
-        columns = [*stored, F.col(f"`{ROWTIME}`"), F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"),
-                   F.col(f"`{OP}`").cast("tinyint").alias(OP)]
+        logged = self._place(table, records, keys, bases, order_by).select(
+            *stored, F.col(f"`{ROWTIME}`"), F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"),
+            F.col(f"`{OP}`").cast("tinyint").alias(OP))
         final = self.root / table.uid / f"b-{uuid.uuid4().hex}"
         temporary = final.with_name(f".tmp-{final.name}")
-        observation = Observation(f"batch-{uuid.uuid4().hex}")
-        logged = placed.observe(observation, *self._metrics(table)).select(*columns)
         collected = None
-        if small_input:
-            with without_codegen(self.spark):
+        if collect:
+            with without_codegen(self.spark) if small_input else nullcontext():
                 collected = logged.limit(DRIVER_ROWS + 1).toArrow()
         if collected is not None and collected.num_rows <= DRIVER_ROWS:
-            temporary.mkdir(parents=True)
-            if collected.num_rows:
-                pq.write_table(collected.sort_by([(PARTITION, "ascending"), (OFFSET, "ascending")]),
-                               str(temporary / "part-00000.parquet"))
-        else:  # a large batch: computed again and written by Spark, counted by a fresh observation
-            if collected is not None:
-                observation = Observation(f"batch-{uuid.uuid4().hex}")
-                logged = placed.observe(observation, *self._metrics(table)).select(*columns)
+            written = collected.sort_by([(PARTITION, "ascending"), (OFFSET, "ascending")])
+            if written.num_rows:
+                temporary.mkdir(parents=True)
+                pq.write_table(written, str(temporary / "part-00000.parquet"))
+        else:  # a large batch (computed again): Spark writes it, its counted columns are read back
             logged.write.parquet(str(temporary))
-        metrics = observation.get
-        if not metrics["rows"]:
+            files = sorted(str(f) for f in temporary.glob("*.parquet"))
+            counted = [PARTITION, OFFSET, OP, *[c.name for c in table.stored_columns if not c.nullable]]
+            written = pq.read_table(files, columns=counted) if files else collected
+        if written is None or not written.num_rows:
             shutil.rmtree(temporary, ignore_errors=True)
             return None
-        violations = [c.name for c in table.stored_columns if not c.nullable and metrics.get(f"null:{c.name}")]
+        violations = [c.name for c in table.stored_columns if not c.nullable and written[c.name].null_count]
         if violations:
             shutil.rmtree(temporary, ignore_errors=True)
             raise NotNullViolation(
@@ -101,12 +108,8 @@ class TableLogs:
                 f"exception and drop such records silently."
             )
         temporary.rename(final)
-        ranges = {
-            p: (metrics[f"first:{p}"], metrics[f"last:{p}"] + 1)
-            for p in range(table.partitions) if metrics.get(f"last:{p}") is not None
-        }
-        return Batch(table_uid=table.uid, path=self._relative(final), producer=producer, rows=metrics["rows"],
-                     retractions=metrics["retractions"], ranges=ranges)
+        return Batch(table_uid=table.uid, path=self._relative(final), producer=producer, rows=written.num_rows,
+                     retractions=_retractions(written), ranges=_ranges(written))
 
     @staticmethod
     def _place(table: TableDef, records: DataFrame, keys: list[Column], bases: dict[int, int],
@@ -122,20 +125,6 @@ class TableLogs:
         base = F.element_at(F.array(*[F.lit(bases.get(p, 0)) for p in range(table.partitions)]), partition + 1)
         index = F.monotonically_increasing_id() - F.shiftleft(partition.cast("long"), _INDEX_BITS)
         return spread.select("*", partition.alias(PARTITION), (base + index).alias(OFFSET))
-
-    @staticmethod
-    def _metrics(table: TableDef) -> list[Column]:
-        """What a write counts as it goes: rows, retractions, offsets per partition, NULLs."""
-        metrics = [F.count(F.lit(1)).alias("rows"),
-                   F.sum(F.when(F.col(f"`{OP}`").isin(UPDATE_BEFORE, DELETE), 1).otherwise(0)).alias("retractions")]
-        for p in range(table.partitions):
-            offset = F.when(F.col(f"`{PARTITION}`") == p, F.col(f"`{OFFSET}`"))
-            metrics += [F.min(offset).alias(f"first:{p}"), F.max(offset).alias(f"last:{p}")]
-        for column in table.stored_columns:
-            if not column.nullable:
-                metrics.append(F.sum(F.when(F.col(f"`{column.name}`").isNull(), 1).otherwise(0))
-                               .alias(f"null:{column.name}"))
-        return metrics
 
     def read(self, table: TableDef, ranges: dict[int, tuple[int, int]] | None = None,
              producer: str | None = None) -> DataFrame:
@@ -193,6 +182,17 @@ def drop_table(store: Store, root: Path, uid: str) -> None:
     """Forget a table (topic, subjects, batches), then delete its folder."""
     store.drop_table(uid)
     shutil.rmtree(root / uid, ignore_errors=True)
+
+
+def _retractions(written: pa.Table) -> int:
+    """How many records of a batch retract a row (-U, -D)."""
+    return int(pc.sum(pc.is_in(written[OP], value_set=pa.array([UPDATE_BEFORE, DELETE], pa.int8()))).as_py() or 0)
+
+
+def _ranges(written: pa.Table) -> dict[int, tuple[int, int]]:
+    """Per partition, the offsets [first, last + 1) a batch holds."""
+    spans = written.group_by(PARTITION).aggregate([(OFFSET, "min"), (OFFSET, "max")]).to_pylist()
+    return {int(s[PARTITION]): (int(s[f"{OFFSET}_min"]), int(s[f"{OFFSET}_max"]) + 1) for s in spans}
 
 
 def in_ranges(ranges: dict[int, tuple[int, int]]) -> Column:

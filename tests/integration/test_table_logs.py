@@ -75,7 +75,7 @@ def write_both(spark: SparkSession, tmp_path: Path, keyed: bool,
     for small in (True, False):
         table = table_def(f"t_{keyed}_{small}", keyed)
         store.create_table(table)
-        batch = logs.write(table, frame(spark, data), "p", order_by=[F.col("seq")], small_input=small)
+        batch = logs.write(table, frame(spark, data), "p", order_by=[F.col("seq")], small_input=small, collect=small)
         assert batch is not None
         store.append_batches([batch])
         written[small] = (table, batch)
@@ -125,6 +125,6 @@ def test_a_null_key_written_by_the_driver_is_refused(spark: SparkSession, tmp_pa
     store.create_table(table)
     bad = [(None, *row[1:]) for row in rows(3)]
     with pytest.raises(NotNullViolation, match="Column 'id' is NOT NULL"):
-        logs.write(table, frame(spark, bad), "p", small_input=True)
+        logs.write(table, frame(spark, bad), "p", small_input=True, collect=True)
     assert store.batches(table.uid) == [] and not any(p.name.startswith(".tmp") for p in
                                                       (tmp_path / "tables" / table.uid).iterdir())
