@@ -378,7 +378,7 @@ class Jobs:
             if sink.incremental:
                 records = _before_rows(records, sink.before)
                 # Source order kept (Flink keeps each partition's order): by offset, -U before its +U.
-                order = [F.col(HIDDEN_SEQ), F.col(f"`{OP}`")]
+                order = [HIDDEN_SEQ, OP]
                 batch = self.logs.write(sink.table, records, job.name, order_by=order, small_input=small,
                                         collect=small)
             elif sink.windowed:  # the windows this run fired: append-only

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Sequence
 from contextlib import nullcontext
 from functools import reduce
 from pathlib import Path
@@ -29,7 +30,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import DELETE, OFFSET, OP, PARTITION, ROWTIME, UPDATE_BEFORE, TableDef
-from shift_left_dagster.local.spark import without_codegen
+from shift_left_dagster.local.spark import empty_frame, without_codegen
 from shift_left_dagster.local.store import Batch, Store
 
 _INDEX_BITS = 33  # monotonically_increasing_id() = spark partition id << 33 | index in the partition
@@ -58,44 +59,37 @@ class TableLogs:
                     removed += 1
         return removed
 
-    def write(self, table: TableDef, records: DataFrame, producer: str | None,
-              order_by: list[Column] | None = None, *, small_input: bool = False,
-              collect: bool = False) -> Batch | None:
+    def write(self, table: TableDef, records: DataFrame, producer: str | None, order_by: Sequence[str] = (), *,
+              small_input: bool = False, collect: bool = False) -> Batch | None:
         """Append records (stored columns + $rowtime + $op) as one batch; None when there were none.
 
         Records go to partitions by a hash of the table's key, in the input
-        order `order_by` gives (an upsert table's latest row wins, a stateless
-        query keeps each source partition's order). A table without key (or
-        with one partition) takes the records where they are, without shuffle:
-        Spark partitions merged down to the table's, each written to one.
-        With `small_input` (the run read at most DRIVER_ROWS records) the
+        order the `order_by` columns give (an upsert table's latest row wins, a
+        stateless query keeps each source partition's order). A table without
+        key (or with one partition) takes the records where they are, without
+        shuffle: Spark partitions merged down to the table's, each written to
+        one. With `small_input` (the run read at most DRIVER_ROWS records) the
         batch is computed without code generation; with `collect` (a batch
         likely small: a stateless run over few records, a changelog of
-        differences) one of at most DRIVER_ROWS records is written by the
-        driver, a larger one is computed again and written by Spark.
+        differences) one of at most DRIVER_ROWS records is placed and written
+        by the driver, a larger one is computed again and written by Spark.
         """
         bases = self.store.end_offsets(table.uid)
-        keys = [F.col(f"`{k}`") for k in table.key_columns]
-        stored = [F.col(f"`{c.name}`") for c in table.stored_columns]
-        logged = self._place(table, records, keys, bases, order_by).select(
-            *stored, F.col(f"`{ROWTIME}`"), F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"),
-            F.col(f"`{OP}`").cast("tinyint").alias(OP))
         final = self.root / table.uid / f"b-{uuid.uuid4().hex}"
         temporary = final.with_name(f".tmp-{final.name}")
-        collected = None
+        written = None
         if collect:
             with without_codegen(self.spark) if small_input else nullcontext():
-                collected = logged.limit(DRIVER_ROWS + 1).toArrow()
-        if collected is not None and collected.num_rows <= DRIVER_ROWS:
-            written = collected.sort_by([(PARTITION, "ascending"), (OFFSET, "ascending")])
+                written = self._collected(table, records, bases, order_by)
+        if written is not None:
             if written.num_rows:
                 temporary.mkdir(parents=True)
                 pq.write_table(written, str(temporary / "part-00000.parquet"))
-        else:  # a large batch (computed again): Spark writes it, its counted columns are read back
-            logged.write.parquet(str(temporary))
+        else:  # Spark writes the batch, then its counted columns are read back
+            self._placed(table, records, bases, order_by).write.parquet(str(temporary))
             files = sorted(str(f) for f in temporary.glob("*.parquet"))
             counted = [PARTITION, OFFSET, OP, *[c.name for c in table.stored_columns if not c.nullable]]
-            written = pq.read_table(files, columns=counted) if files else collected
+            written = pq.read_table(files, columns=counted) if files else None
         if written is None or not written.num_rows:
             shutil.rmtree(temporary, ignore_errors=True)
             return None
@@ -112,19 +106,47 @@ class TableLogs:
                      retractions=_retractions(written), ranges=_ranges(written))
 
     @staticmethod
-    def _place(table: TableDef, records: DataFrame, keys: list[Column], bases: dict[int, int],
-               order_by: list[Column] | None) -> DataFrame:
-        """Spark partition p holds table partition p's records; offset = base + index in the Spark partition."""
+    def _placed(table: TableDef, records: DataFrame, bases: dict[int, int], order_by: Sequence[str]) -> DataFrame:
+        """The batch in storage columns for Spark to write: Spark partition p holds table partition p's
+        records (in `order_by` order), offset = base + index in the Spark partition."""
+        keys = [F.col(f"`{k}`") for k in table.key_columns]
         if keys and table.partitions > 1:
             spread = records.repartition(table.partitions, *keys)
         else:
             spread = records.coalesce(table.partitions)
         if order_by:
-            spread = spread.sortWithinPartitions(*order_by)
+            spread = spread.sortWithinPartitions(*[F.col(f"`{c}`") for c in order_by])
         partition = F.spark_partition_id()
         base = F.element_at(F.array(*[F.lit(bases.get(p, 0)) for p in range(table.partitions)]), partition + 1)
         index = F.monotonically_increasing_id() - F.shiftleft(partition.cast("long"), _INDEX_BITS)
-        return spread.select("*", partition.alias(PARTITION), (base + index).alias(OFFSET))
+        return spread.select(*_storage_columns(table, partition), (base + index).alias(OFFSET))
+
+    @staticmethod
+    def _collected(table: TableDef, records: DataFrame, bases: dict[int, int],
+                   order_by: Sequence[str]) -> pa.Table | None:
+        """The batch in storage columns, placed by the driver without shuffle or Spark sort: a keyed
+        record's partition is the hash `repartition` computes (pmod of Murmur3), a keyless one's its
+        Spark partition merged down to the table's; records by partition, in `order_by` order,
+        offset = base + index in the partition. None when it holds more than DRIVER_ROWS records."""
+        keys = [F.col(f"`{k}`") for k in table.key_columns]
+        if keys and table.partitions > 1:
+            spread, partition = records, F.pmod(F.hash(*keys), F.lit(table.partitions))
+        else:
+            spread, partition = records.coalesce(table.partitions), F.spark_partition_id()
+        stored = [*[c.name for c in table.stored_columns], ROWTIME, PARTITION, OP]
+        extra = [c for c in order_by if c not in stored]
+        rows = spread.select(*_storage_columns(table, partition), *[F.col(f"`{c}`") for c in extra]).limit(
+            DRIVER_ROWS + 1).toArrow()
+        if rows.num_rows > DRIVER_ROWS:
+            return None
+        # a stable sort: among equal rows, the order Spark gave
+        rows = rows.sort_by([(PARTITION, "ascending"), *[(c, "ascending") for c in order_by]]).drop_columns(extra)
+        offsets: list[int] = []
+        for count in pc.value_counts(rows[PARTITION]).to_pylist():  # partitions in ascending order
+            base = bases.get(count["values"], 0)
+            offsets.extend(range(base, base + count["counts"]))
+        placed = rows.append_column(OFFSET, pa.array(offsets, pa.int64()))
+        return placed.select([*stored[:-1], OFFSET, OP])
 
     def read(self, table: TableDef, ranges: dict[int, tuple[int, int]] | None = None,
              producer: str | None = None) -> DataFrame:
@@ -146,7 +168,7 @@ class TableLogs:
                 exact = exact and set(overlap) == set(batch.ranges) and all(
                     ranges[p][0] <= batch.ranges[p][0] and batch.ranges[p][1] <= ranges[p][1] for p in overlap)
         if not selected:
-            return self.spark.createDataFrame([], schema)
+            return empty_frame(self.spark, schema)
         frame = self.spark.read.schema(schema).parquet(*[str(self.root.parent / b.path) for b in selected])
         if ranges is not None and not exact:
             frame = frame.where(in_ranges(ranges))
@@ -182,6 +204,12 @@ def drop_table(store: Store, root: Path, uid: str) -> None:
     """Forget a table (topic, subjects, batches), then delete its folder."""
     store.drop_table(uid)
     shutil.rmtree(root / uid, ignore_errors=True)
+
+
+def _storage_columns(table: TableDef, partition: Column) -> list[Column]:
+    """A batch's columns but its offsets: stored columns, $rowtime, $partition (as given), $op."""
+    return [*[F.col(f"`{c.name}`") for c in table.stored_columns], F.col(f"`{ROWTIME}`"), partition.alias(PARTITION),
+            F.col(f"`{OP}`").cast("tinyint").alias(OP)]
 
 
 def _retractions(written: pa.Table) -> int:

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from shift_left_dagster.local import storage
 from shift_left_dagster.local.catalog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ColumnDef, TableDef, TableId
@@ -75,7 +74,7 @@ def write_both(spark: SparkSession, tmp_path: Path, keyed: bool,
     for small in (True, False):
         table = table_def(f"t_{keyed}_{small}", keyed)
         store.create_table(table)
-        batch = logs.write(table, frame(spark, data), "p", order_by=[F.col("seq")], small_input=small, collect=small)
+        batch = logs.write(table, frame(spark, data), "p", order_by=["seq"], small_input=small, collect=small)
         assert batch is not None
         store.append_batches([batch])
         written[small] = (table, batch)
