@@ -9,11 +9,14 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
+from pyspark import SparkContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
+from pyspark.sql.functions import builtin
 
 SPARK_MASTER_ENV = "SHIFT_LEFT_SPARK_MASTER"
 SPARK_JAVA_OPTIONS_ENV = "SHIFT_LEFT_SPARK_JAVA_OPTIONS"
@@ -61,12 +64,32 @@ def _build() -> SparkSession:
         # builds hundreds): the engine reports failures in Flink's terms, never with our call sites.
         .config("spark.python.sql.dataFrameDebugging.enabled", "false")
     )
+    _look_up_functions_once()
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     # PySpark logs every failed query with its JVM stack; the engine reports failures on the statement.
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
     return session
+
+
+def _look_up_functions_once() -> None:
+    """`F.col`, `F.lit`, `F.when`... find Spark's `functions` class, then the function, by reflection
+    before each call: three JVM round trips where one does, and a run builds thousands of columns.
+    The functions are static: each one found is kept, per JVM gateway."""
+    original = builtin._get_jvm_function
+    if getattr(original, "keeps_found", False):
+        return
+    found: dict[tuple[int, str], Callable[..., Any]] = {}
+
+    def look_up(name: str, sc: SparkContext) -> Callable[..., Any]:
+        key = (id(sc._gateway), name)
+        if key not in found:
+            found[key] = original(name, sc)
+        return found[key]
+
+    look_up.keeps_found = True  # type: ignore[attr-defined]
+    builtin._get_jvm_function = look_up
 
 
 @contextmanager
@@ -86,8 +109,12 @@ def without_codegen(spark: SparkSession) -> Iterator[None]:
 
 
 def empty_frame(spark: SparkSession, schema: T.StructType) -> DataFrame:
-    """No rows of `schema`, as a local relation built in the JVM: `createDataFrame([])` goes through a
-    Python RDD (about 15 ms; every statement binds its sources empty once, to be analysed)."""
-    session, jvm = spark._jsparkSession, spark._jvm
-    assert jvm is not None  # a classic (JVM) session: the local service's
+    """No rows of `schema`, as a local relation: built in the JVM for a classic session, where
+    `createDataFrame([])` goes through a Python RDD (about 15 ms; every statement binds its sources
+    empty once, to be analysed); a Spark Connect session (checks) makes a local relation of it."""
+    try:
+        session, jvm = spark._jsparkSession, spark._jvm
+    except AttributeError:  # Spark Connect: no JVM here
+        return spark.createDataFrame([], schema)
+    assert jvm is not None
     return DataFrame(session.createDataFrame(jvm.java.util.ArrayList(), session.parseDataType(schema.json())), spark)
