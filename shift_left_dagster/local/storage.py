@@ -1,16 +1,17 @@
 """Table logs on disk: each write is one batch folder of parquet files Spark reads.
 
 A batch is written to a hidden temporary folder and renamed into place, then
-registered in sqlite (store.py); a small batch is computed without code
-generation, collected to the driver as Arrow and written there with pyarrow: a
-fraction of the fixed cost of a Spark write (compiling the query's code,
-planning a write job, its commit protocol). A batch is counted (rows,
-retractions, offsets per partition, NULLs in NOT NULL columns) on its Arrow
-columns: those Spark wrote are read back, which costs far less than counting
-inside the Spark job (an observed metric runs outside generated code); readers only see registered batches, so a
+registered in sqlite (store.py); readers only see registered batches, so a
 crash or a concurrent reader never sees half a batch. Offsets are dense per
 partition: a record's offset is its partition's next offset plus its index
-among the batch's records of that partition. Compaction (compaction.py)
+among the batch's records of that partition. A small batch is placed by the
+driver, collected as Arrow and written with pyarrow: a fraction of the fixed
+cost of a Spark write (a shuffle, a sort, a write job and its commit protocol);
+a run over few records is also computed without code generation, which costs
+more than it saves on a few rows. A batch is counted (rows, retractions,
+offsets per partition, NULLs in NOT NULL columns) on its Arrow columns, read
+back after a Spark write: counting inside the job (an observed metric) runs
+outside generated code and cost more. Compaction (compaction.py)
 rewrites consecutive small batches as one, records and offsets unchanged.
 """
 
@@ -34,7 +35,7 @@ from shift_left_dagster.local.spark import empty_frame, without_codegen
 from shift_left_dagster.local.store import Batch, Store
 
 _INDEX_BITS = 33  # monotonically_increasing_id() = spark partition id << 33 | index in the partition
-DRIVER_ROWS = 100_000  # a batch of at most this many records, from a run reading as few, is written by the driver
+DRIVER_ROWS = 100_000  # at most this many records: a batch the driver writes, a run without code generation
 
 
 class NotNullViolation(ValueError):
