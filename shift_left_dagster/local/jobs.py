@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
+from functools import cache, partial
 from typing import cast
 
 from pyspark.errors import PySparkException
@@ -223,12 +223,10 @@ class Jobs:
         reason is NotIncremental's). Spark analyses the rewritten queries over the empty sources."""
         if sink.windowed:
             return None
-        bound: list[bool] = []
+        bind_views = cache(lambda: self.bind(job, sink.query, empty=True))
 
         def types_of(sql: str) -> T.StructType:  # the sink's views bound once, when plan first asks Spark
-            if not bound:
-                self.bind(job, sink.query, empty=True)
-                bound.append(True)
+            bind_views()
             return self.spark.sql(sql).schema
 
         try:
