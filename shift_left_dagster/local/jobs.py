@@ -93,6 +93,7 @@ from shift_left_dagster.values import except_all, same_value
 MAX_RESULT_ROWS = 100_000
 MAX_RESULT_CHANGES = 10_000_000
 SNAPSHOT_MODE = "sql.snapshot.mode"
+LOG_ORDER = "__sl_order"  # a stateless row's place in its source's log: offset * 4 + op
 SELECT_KEY = "select"  # RunState.watermarks key of a SELECT's query (a sink's is its position)
 
 
@@ -373,11 +374,8 @@ class Jobs:
             result = self.bind(job, sink.query, state, upper, incremental=sink.incremental, fired=fired.get(str(index)))
             records = self.shape(result, sink, incremental=sink.incremental)
             small = self._reads_few(job, sink.query, state, upper, incremental=sink.incremental)
-            if sink.incremental:
-                records = _before_rows(records, sink.before)
-                # Source order kept (Flink keeps each partition's order): by offset, -U before its +U.
-                order = [HIDDEN_SEQ, OP]
-                batch = self.logs.write(sink.table, records, job.name, order_by=order, small_input=small,
+            if sink.incremental:  # source order kept (Flink keeps each partition's order)
+                batch = self.logs.write(sink.table, records, job.name, order_by=[LOG_ORDER], small_input=small,
                                         collect=small)
             elif sink.windowed:  # the windows this run fired: append-only
                 batch = self.logs.write(sink.table, records, job.name, small_input=small, collect=True)
@@ -483,7 +481,8 @@ class Jobs:
               carry: Sequence[str] = ()) -> DataFrame:
         """The query's columns by position -> the sink's stored columns (cast), $rowtime and $op;
         `carry` columns of `result` pass through after them. A stateful row's time is `now`
-        (default: when it is written)."""
+        (default: when it is written). An incremental row's -U is as the sink takes it (`sink.before`:
+        kept, dropped, or a tombstone), and each row carries its place in the source's log (LOG_ORDER)."""
         fields = [f for f in result.schema.fields if f.name not in carry]
         data = [f.name for f in fields if f.name not in HIDDEN]
         if len(data) != len(sink.target):
@@ -508,9 +507,15 @@ class Jobs:
         rowtime_column = sink.table.rowtime_column
         rowtime = F.coalesce(F.col(source[rowtime_column.lower()]).cast("timestamp"), time) \
             if rowtime_column and rowtime_column.lower() in source else time
-        extra = [F.col(HIDDEN_SEQ)] if incremental else []
         op = F.col(HIDDEN_OP) if incremental else F.lit(INSERT)
-        return frame.select(*columns, rowtime.alias(ROWTIME), op.cast("tinyint").alias(OP), *extra,
+        if incremental and sink.before == "drop":
+            frame = frame.where(op != UPDATE_BEFORE)
+        elif incremental and sink.before == "delete":  # as a tombstone
+            op = F.when(op == UPDATE_BEFORE, F.lit(DELETE)).otherwise(op)
+        # By offset, a -U before its +U (op < 4), taken before a -U becomes a tombstone: one long, which
+        # Spark sorts by radix where two keys cost it a comparison sort.
+        order = [(F.col(HIDDEN_SEQ) * 4 + F.col(HIDDEN_OP)).alias(LOG_ORDER)] if incremental else []
+        return frame.select(*columns, rowtime.alias(ROWTIME), op.cast("tinyint").alias(OP), *order,
                             *[F.col(f"`{c}`") for c in carry])
 
     def _changelog(self, producer: str, table: TableDef, new: DataFrame, now: Column | None = None) -> DataFrame:
@@ -652,16 +657,6 @@ def _normalized_sink(sink: Sink, job: Job, query: exp.Expression, upserts: list[
 def sink_compared(job: Job, view: str) -> list[str] | None:
     """The columns ChangelogNormalize compares for an upsert source view (those the query reads)."""
     return next((s.compared[view] for s in job.sinks if view in s.compared), None)
-
-
-def _before_rows(records: DataFrame, before: str) -> DataFrame:
-    """-U rows as the sink writes them: kept (retract), dropped, or as tombstones (upsert)."""
-    op = F.col(f"`{OP}`")
-    if before == "drop":
-        return records.where(op != UPDATE_BEFORE)
-    if before == "delete":
-        return records.withColumn(OP, F.when(op == UPDATE_BEFORE, F.lit(DELETE)).otherwise(op).cast("tinyint"))
-    return records
 
 
 def _refuse_updates_into_append(query: exp.Expression, sink: str) -> None:

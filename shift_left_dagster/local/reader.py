@@ -30,12 +30,11 @@ from shift_left_dagster.local.catalog import (
     TableId,
 )
 from shift_left_dagster.local.event_time import MIN_WATERMARK
-from shift_left_dagster.local.jobs import Jobs
+from shift_left_dagster.local.jobs import LOG_ORDER, Jobs
 from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.storage import TableLogs
 from shift_left_dagster.local.store import RunState, SourceProgress, Store
 from shift_left_dagster.project.parsing import parse_one_statement
-from shift_left_dagster.translation.spark import HIDDEN_SEQ
 
 
 class LocalDataError(ValueError):
@@ -156,6 +155,6 @@ class LocalData:
         if not sink.table.upsert:
             return shaped.where(op.isin(INSERT, UPDATE_AFTER)).select(*stored)
         keys = [F.col(f"`{k}`") for k in sink.table.primary_key]
-        latest = Window.partitionBy(*keys).orderBy(F.col(HIDDEN_SEQ).desc())
+        latest = Window.partitionBy(*keys).orderBy(F.col(LOG_ORDER).desc())
         return (shaped.where(op != UPDATE_BEFORE).withColumn("__sl_n", F.row_number().over(latest))
                 .where((F.col("__sl_n") == 1) & (op != DELETE)).select(*stored))

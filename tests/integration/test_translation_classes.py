@@ -14,6 +14,7 @@ from pyspark.sql import functions as F
 
 from shift_left_dagster.confluent.errors import StatementFailed
 from shift_left_dagster.local.catalog import OFFSET, OP, PARTITION, TableId, resolve
+from shift_left_dagster.local.reader import LocalData
 from shift_left_dagster.translation.functions import FUNCTIONS
 from tests.integration.support import client_for, quiesce, run, select, unique
 
@@ -297,6 +298,34 @@ def test_projection_of_upsert_table_into_upsert_sink_has_no_deletes(local_servic
     quiesce(local_service.url)
     want = [(kind, row) for kind, row in normalize(UPSERTS) if kind != UB]  # no filter: no -U is generated
     assert [(r[2], (r[3], r[4])) for r in log(local_service, "tc_upsert_sink")] == want
+
+
+def test_filtered_upsert_table_into_upsert_sink_writes_each_tombstone_before_its_update(local_service, client):  # type: ignore[no-untyped-def]
+    """A filter makes Flink keep -U, which Kafka's upsert mode writes as a tombstone: the tombstone of a
+    row goes before the update that replaces it, else the key would end deleted; a key that leaves the
+    filter ends deleted, in the sink and in what a check expects of it."""
+    records = [*UPSERTS, ("c", -2)]  # 'b' leaves the filter and comes back, 'c' leaves it for good
+    run(client, unique("tc-ddl"), "CREATE TABLE tc_up_filtered (k STRING, v INT, PRIMARY KEY (k) NOT ENFORCED) "
+                                  "DISTRIBUTED INTO 1 BUCKETS")
+    for key, value in records:
+        run(client, unique("tc-ins"), f"INSERT INTO tc_up_filtered VALUES ('{key}', {value})")
+    run(client, unique("tc-ddl"), "CREATE TABLE tc_upsert_filtered (k STRING, v INT, PRIMARY KEY (k) NOT ENFORCED) "
+                                  "DISTRIBUTED INTO 1 BUCKETS")
+    statement, sql = unique("tc-norm"), "INSERT INTO tc_upsert_filtered SELECT k, v FROM tc_up_filtered WHERE v > 0"
+    run(client, statement, sql, "RUNNING")
+    quiesce(local_service.url)
+    want = [(D if kind == UB else kind, row) for kind, row in normalize(records) if row[1] > 0]
+    assert [(r[2], (r[3], r[4])) for r in log(local_service, "tc_upsert_filtered")] == want
+    latest = {key: value for key, value in records}
+    held = sorted((k, v) for k, v in latest.items() if v > 0)
+    assert select(client, "SELECT k, v FROM tc_upsert_filtered") == [(k, str(v)) for k, v in held]  # numbers as text
+    data = LocalData(local_service.data_dir, local_service.engine.jobs.spark)
+    try:
+        with data.snapshot():
+            expected = data.expected_rows(statement, sql, {}, "tc_upsert_filtered").collect()
+    finally:
+        data.close()
+    assert sorted((r["k"], r["v"]) for r in expected) == held
 
 
 def test_upsert_table_into_append_sink_is_refused_as_flink_does(upserts):  # type: ignore[no-untyped-def]
