@@ -635,8 +635,10 @@ def _normalized_sink(sink: Sink, job: Job, query: exp.Expression, upserts: list[
     """A stateless query over upsert tables: what Flink's planner makes of the changelog it writes.
 
     An append sink can not take the updates ChangelogNormalize produces (Flink refuses the
-    statement). An upsert sink gets no -U unless the query filters (a filter needs -U to retract
-    a row it now drops; the sink writes it as a tombstone); a retract sink gets them all.
+    statement). A retract sink gets every -U. An upsert sink gets none when its primary key is the
+    source's key as the query projects it, and the query does not filter; otherwise it gets them
+    (a filter needs -U to retract a row it now drops; a row whose sink key changed leaves its old
+    key), and writes them as tombstones.
     """
     table = sink.table
     if not table.upsert and table.changelog_mode == "append":
@@ -645,13 +647,38 @@ def _normalized_sink(sink: Sink, job: Job, query: exp.Expression, upserts: list[
                        f"consuming update and delete changes which is produced by node "
                        f"ChangelogNormalize(key=[{keys}])")
     if table.upsert:
-        sink.before = "delete" if any(s.args.get("where") for s in query.find_all(exp.Select)) else "drop"
+        filtered = any(s.args.get("where") for s in query.find_all(exp.Select))
+        keyed = len(upserts) == 1 and _keeps_upsert_key(query, sink.target, table.primary_key, job.sources[upserts[0]])
+        sink.before = "drop" if keyed and not filtered else "delete"
     names = {c.name.lower() for c in query.find_all(exp.Column)}
     star = any(True for _ in query.find_all(exp.Star))
     for view in upserts:
         source = job.sources[view]
         sink.compared[view] = [c.name for c in source.columns if star or c.name.lower() in names] + (
             [ROWTIME] if ROWTIME.lower() in names else [])
+
+
+def _keeps_upsert_key(query: exp.Expression, target: list[str], sink_key: list[str], source: TableDef) -> bool:
+    """Whether a sink's primary key is exactly the upsert source's key, each key column projected as
+    itself by a plain SELECT (Flink's upsert-key rule: any other key, even a wider one, needs -U)."""
+    if not isinstance(query, exp.Select) or len(sink_key) != len(source.primary_key):
+        return False
+    projected: list[str | None] = []  # per output column, the source column it is, if it is one
+    for output in query.expressions:
+        if isinstance(output, exp.Star):
+            projected += [c.name.lower() for c in source.columns]
+        else:
+            column = output.this if isinstance(output, exp.Alias) else output
+            projected.append(column.name.lower() if isinstance(column, exp.Column) else None)
+    positions = {name.lower(): index for index, name in enumerate(target)}
+    keys: set[str] = set()
+    for key in sink_key:
+        index = positions.get(key.lower(), len(projected))
+        column = projected[index] if index < len(projected) else None
+        if column is None:
+            return False
+        keys.add(column)
+    return keys == {k.lower() for k in source.primary_key}
 
 
 def sink_compared(job: Job, view: str) -> list[str] | None:
