@@ -569,8 +569,7 @@ class Jobs:
         elif table.upsert:
             records = _upsert_changes(table, written, EMITTED, BEFORE)
         else:
-            records = _multiset_changes(table, after, written.where(F.col(BEFORE).isNotNull()).select(f"{BEFORE}.*"),
-                                        now)
+            records = _retract_changes(table, written, EMITTED, BEFORE, now)
         small = self._reads_few(job, aggregation.rows, state, upper, incremental=resume)
         return self.logs.write(table, records, job.name, small_input=small, collect=True)
 
@@ -601,6 +600,23 @@ def _multiset_changes(table: TableDef, new: DataFrame, old: DataFrame, now: Colu
     removed = except_all(old.select(*plain), new.select(*plain), declared)
     return added.select("*", now.alias(ROWTIME), F.lit(INSERT).cast("tinyint").alias(OP)).unionByName(
         removed.select("*", now.alias(ROWTIME), F.lit(DELETE).cast("tinyint").alias(OP)))
+
+
+def _retract_changes(table: TableDef, frame: DataFrame, new: str, old: str, now: Column) -> DataFrame:
+    """A table without primary key, from rows pairing a group's `new` row with its `old` one (struct
+    columns; either may be NULL), as Flink's GroupAggregate sends them: +I of a new row, -U of the old
+    row then +U of the new one, -D of a removed row; an unchanged row is not sent."""
+    in_new, in_old = F.col(new).isNotNull(), F.col(old).isNotNull()
+    updated = in_new & in_old & ~_same_row(table, new, old)
+
+    def sent(kind: int, row: str) -> Column:
+        return F.struct(F.lit(kind).cast("tinyint").alias(OP), F.col(row).alias("row"))
+
+    changes = F.array(F.when(in_new & ~in_old, sent(INSERT, new)), F.when(updated, sent(UPDATE_BEFORE, old)),
+                      F.when(updated, sent(UPDATE_AFTER, new)), F.when(in_old & ~in_new, sent(DELETE, old)))
+    out = frame.select(F.explode(F.filter(changes, lambda c: c.isNotNull())).alias("__sl_c"))
+    return out.select(*[F.col(f"__sl_c.row.`{c.name}`").alias(c.name) for c in table.stored_columns],
+                      now.alias(ROWTIME), F.col(f"__sl_c.{OP}").alias(OP))
 
 
 def _upsert_changes(table: TableDef, frame: DataFrame, new: str, old: str) -> DataFrame:
