@@ -135,9 +135,9 @@ def except_all(left: DataFrame, right: DataFrame, flink_types: Mapping[str, Flin
 
 def _normalize(column: Column, kind: T.DataType, flink: exp.DataType | None) -> Column:
     if isinstance(kind, T.TimestampType):
-        return _truncate(F.unix_micros(column), _precision(flink))
+        return _truncate(F.unix_micros(column), timestamp_precision(flink))
     if isinstance(kind, T.TimestampNTZType):  # the wall clock read in UTC, whatever the session zone
-        return _truncate(F.timestamp_diff("MICROSECOND", _epoch_ntz(), column), _precision(flink))
+        return _truncate(F.timestamp_diff("MICROSECOND", _epoch_ntz(), column), timestamp_precision(flink))
     if isinstance(kind, T.MapType):
         key_flink, value_flink = _map_parts(flink)
         entries = F.transform(F.map_entries(column), lambda e: F.struct(
@@ -169,7 +169,7 @@ def _truncate(micros: Column, precision: int) -> Column:
     return micros - F.pmod(micros, F.lit(unit))
 
 
-def _precision(flink: exp.DataType | None) -> int:
+def timestamp_precision(flink: exp.DataType | None) -> int:
     """A timestamp's declared precision (Flink's default for TIMESTAMP and TIMESTAMP_LTZ is 6)."""
     if flink is None or not flink.expressions:
         return _MICROS

@@ -74,7 +74,7 @@ from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_op
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
 from shift_left_dagster.local.storage import DRIVER_ROWS, TableLogs
 from shift_left_dagster.local.store import AggregateState, Batch, RunState, SourceProgress, Store
-from shift_left_dagster.local.types import decode_wire, flink_type_name, spark_type_of, wire_column
+from shift_left_dagster.local.types import decode_wire, flink_type_name, parse_type, spark_type_of, wire_column
 from shift_left_dagster.local.views import TableViews
 from shift_left_dagster.local.windows import WindowedQuery, fired_args, gate_windows
 from shift_left_dagster.project.analysis import state_reasons
@@ -88,7 +88,7 @@ from shift_left_dagster.translation.spark import (
     SparkQuery,
     translate_query,
 )
-from shift_left_dagster.values import except_all, same_value
+from shift_left_dagster.values import except_all, same_value, timestamp_precision
 
 MAX_RESULT_ROWS = 100_000
 MAX_RESULT_CHANGES = 10_000_000
@@ -275,7 +275,8 @@ class Jobs:
                 raise missing_table(resolve(table, properties))
             return [c.name for c in found.columns]
 
-        translated = translate_query(query, columns_of, incremental=incremental)
+        translated = translate_query(query, columns_of, incremental=incremental,
+                                     precisions=self._timestamp_precisions(query, properties))
         if not incremental:
             translated = gate_windows(translated)
         if isinstance(translated, WindowedQuery) and not is_snapshot(properties):
@@ -294,6 +295,18 @@ class Jobs:
                                f"service tracks one read position per table and statement.")
             job.sources[scan.view] = table
         return translated
+
+    def _timestamp_precisions(self, query: exp.Expression, properties: Mapping[str, str]) -> dict[str, int]:
+        """The declared precision of each timestamp column the query's tables hold, by lower-case name
+        (a name two tables declare with different precisions is left out)."""
+        found: dict[str, set[int]] = {}
+        for reference in query.find_all(exp.Table):
+            table = self.store.table(resolve(reference, properties))
+            for column in table.columns if table is not None else []:
+                declared = parse_type(column.type) if column.type else None  # (a computed column's is unset)
+                if declared is not None and declared.is_type("timestamp", "timestampltz"):
+                    found.setdefault(column.name.lower(), set()).add(timestamp_precision(declared))
+        return {name: next(iter(kinds)) for name, kinds in found.items() if len(kinds) == 1}
 
     # --- running ---------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ meaning.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
@@ -81,11 +81,14 @@ ColumnsOf = Callable[[exp.Table], list[str]]
 _views = itertools.count()
 
 
-def translate_query(query: exp.Expr, columns_of: ColumnsOf, *, incremental: bool = False) -> SparkQuery:
+def translate_query(query: exp.Expr, columns_of: ColumnsOf, *, incremental: bool = False,
+                    precisions: Mapping[str, int] | None = None) -> SparkQuery:
     """Spark SQL for a Flink query (SELECT, set operation or VALUES).
 
     `columns_of` names a base table's visible columns (for `*`); `incremental`
-    adds the hidden columns that carry each input record's op, time and offset.
+    adds the hidden columns that carry each input record's op, time and offset;
+    `precisions` are the declared precisions of the timestamp columns it reads
+    (by lower-case name), the digits a CAST to STRING prints.
     """
     tree = query.copy()
     notes = _strip_query_hints(tree)
@@ -98,7 +101,7 @@ def translate_query(query: exp.Expr, columns_of: ColumnsOf, *, incremental: bool
     _expand_stars(tree, columns_of, ctes)
     _mark_event_time_inputs(tree, ctes)
     scans = _replace_tables(tree, set(ctes))
-    tree = rewrite_bottom_up(tree)
+    tree = rewrite_bottom_up(tree, precisions or {})
     if incremental:
         _add_hidden_columns(tree, ctes={cte.alias_or_name: cte.this for cte in tree.find_all(exp.CTE)})
     return SparkQuery(sql=spark_sql(tree), scans=scans, notes=notes)
@@ -515,16 +518,16 @@ def _temporal_condition(table: exp.Table, version: exp.Version, alias: str) -> N
 # --- functions and types ---------------------------------------------------------------------
 
 
-def rewrite_bottom_up(tree: exp.Expr) -> exp.Expr:
+def rewrite_bottom_up(tree: exp.Expr, precisions: Mapping[str, int]) -> exp.Expr:
     """Every node rewritten after its children, so a call inside another's arguments is translated
     too (TO_TIMESTAMP(JSON_VALUE(...))); an unsupported call fails naming itself and its line."""
     for child in list(tree.iter_expressions()):
-        rewrite_bottom_up(child)
+        rewrite_bottom_up(child, precisions)
     if tree.meta.get("spark"):
         return tree
     line = line_of(tree) if isinstance(tree, (exp.Func, exp.Binary)) else 0
     try:
-        new = _rewrite_node(tree)
+        new = _rewrite_node(tree, precisions)
     except UnknownFunction as error:
         hint = "" if error.name in FUNCTIONS else \
             "it is no Flink built-in function (user-defined functions do not run locally)"
@@ -534,9 +537,11 @@ def rewrite_bottom_up(tree: exp.Expr) -> exp.Expr:
     return new
 
 
-def _rewrite_node(node: exp.Expr) -> exp.Expr:
+def _rewrite_node(node: exp.Expr, precisions: Mapping[str, int]) -> exp.Expr:
     if isinstance(node, exp.Anonymous):
         return _rewrite_function(node)
+    if isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.TEXT:
+        return _cast_to_string(node, precisions)
     if isinstance(node, exp.Column) and not node.table and not node.this.quoted \
             and node.name.upper() in ("LOCALTIMESTAMP", "LOCALTIME", "CURRENT_TIME"):
         if node.name.upper() != "LOCALTIMESTAMP":
@@ -588,6 +593,25 @@ def _rewrite_function(node: exp.Anonymous) -> exp.Expr:
         pattern = args[1] if len(args) > 1 else exp.Literal.string("yyyy-MM-dd HH:mm:ss")
         return exp.Anonymous(this="to_timestamp_ntz", expressions=[args[0], pattern])
     return translate_call(node)
+
+
+def _cast_to_string(node: exp.Cast, precisions: Mapping[str, int]) -> exp.Expr:
+    """CAST(x AS STRING) printed as Flink prints: a BOOLEAN as TRUE or FALSE, a timestamp with as many
+    fraction digits as its precision (a column's declared one, else 3: what Flink's time functions
+    return). Spark's type of x picks the branch when it analyses the query (typeof folds away)."""
+    operand = node.this
+    digits = precisions.get(operand.name.lower(), 3) if isinstance(operand, exp.Column) else 3
+    pattern = "yyyy-MM-dd HH:mm:ss" + ("." + "S" * digits if digits else "")
+    kind = exp.Anonymous(this="typeof", expressions=[operand.copy()])
+    timestamp = exp.Anonymous(this="date_format", expressions=[
+        exp.Anonymous(this="to_timestamp_ntz", expressions=[exp.cast(operand.copy(), "STRING")]),
+        exp.Literal.string(pattern)])
+    return exp.Case(ifs=[
+        exp.If(this=exp.EQ(this=kind, expression=exp.Literal.string("boolean")),
+               true=exp.Upper(this=exp.cast(operand.copy(), "STRING"))),
+        exp.If(this=exp.In(this=kind.copy(), expressions=[exp.Literal.string("timestamp"),
+                                                           exp.Literal.string("timestamp_ntz")]), true=timestamp),
+    ], default=node.copy())
 
 
 def _floor_ceil(node: exp.Floor | exp.Ceil) -> exp.Expr:
@@ -649,4 +673,4 @@ def translate_expression(flink_sql: str) -> str:
     """Spark SQL of one Flink scalar expression (computed columns)."""
     select = sqlglot.parse_one(f"SELECT {flink_sql}", dialect=FLINK)
     _reject_unsupported(select)
-    return spark_sql(rewrite_bottom_up(select.expressions[0]))
+    return spark_sql(rewrite_bottom_up(select.expressions[0], {}))
