@@ -189,6 +189,9 @@ def state_reasons(tree: exp.Expression) -> list[str]:
                 continue  # CROSS JOIN UNNEST: one input row -> many output rows, no state
             version = node.this.args.get("version") if isinstance(node.this, exp.Table) else None
             add("temporal join" if version is not None else f"{_join_kind(node)} join")
+        elif isinstance(node, exp.Exists) or isinstance(node, exp.Subquery) and not isinstance(
+                node.parent, (exp.From, exp.Join)):
+            add("subquery join (IN, EXISTS or a scalar subquery)")  # Flink plans a semi, anti or outer join
         elif isinstance(node, exp.Group):
             add("GROUP BY aggregation")
         elif isinstance(node, exp.Distinct) and isinstance(node.parent, exp.Select):

@@ -11,6 +11,9 @@ def dml(sql: str):
 
 
 STATEFUL = {
+    "IN subquery (semi join)": "INSERT INTO t SELECT k FROM a WHERE k IN (SELECT k FROM b)",
+    "NOT EXISTS (anti join)": "INSERT INTO t SELECT k FROM a WHERE NOT EXISTS (SELECT 1 FROM b WHERE b.k = a.k)",
+    "scalar subquery": "INSERT INTO t SELECT k, (SELECT MAX(n) FROM b) FROM a",
     "inner join": "INSERT INTO t SELECT a.x, b.y FROM a JOIN b ON a.id = b.id",
     "left join": "INSERT INTO t SELECT a.x, b.y FROM a LEFT JOIN b ON a.id = b.id",
     "join in a cte": "INSERT INTO t WITH j AS (SELECT a.x FROM a JOIN b ON a.id = b.id) SELECT x FROM j",
@@ -47,6 +50,7 @@ STATELESS = {
         "CASE WHEN n > 1 THEN 'big' ELSE 'small' END FROM a"
     ),
     "cte filter": "INSERT INTO t WITH f AS (SELECT * FROM a WHERE n > 0) SELECT k FROM f",
+    "derived table and IN list": "INSERT INTO t SELECT k FROM (SELECT k FROM a) AS d WHERE k IN ('x', 'y')",
     "string that looks like a join": "INSERT INTO t SELECT 'x JOIN y GROUP BY z' AS s FROM a",
 }
 
