@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cache, partial
+from functools import cache, partial, reduce
 from typing import cast
 
 from pyspark.errors import PySparkException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
@@ -110,6 +110,7 @@ class Sink:
     compared: dict[str, list[str]] = field(default_factory=dict)  # upsert source view -> columns the query reads
     before: str = "keep"  # how -U rows are written: keep (retract sink), drop or delete (upsert sink)
     aggregation: GroupAggregation | None = None  # a GROUP BY run on accumulators kept per key
+    groups: list[str] = field(default_factory=list)  # columns holding every GROUP BY key (keyless sink updates)
 
     @property
     def windowed(self) -> bool:
@@ -216,6 +217,7 @@ class Jobs:
             table = table_from_create(statement, "pending", table_id, columns)
         sink = Sink(table=table, query=query, target=[c.name for c in table.stored_columns], incremental=False)
         sink.aggregation = self._group_aggregation(job, create.expression, sink)
+        sink.groups = _group_columns(create.expression, sink.target)
         job.sinks.append(sink)
         return job
 
@@ -262,6 +264,7 @@ class Jobs:
         sink = Sink(table=table, query=sink_query, target=stored, incremental=stateless)
         if not stateless:
             sink.aggregation = self._group_aggregation(job, query, sink)
+            sink.groups = _group_columns(query, stored)
         upserts = [s.view for s in sink_query.scans if job.sources[s.view].upsert]
         if stateless and upserts:
             _normalized_sink(sink, job, query, upserts)
@@ -393,7 +396,7 @@ class Jobs:
             elif sink.windowed:  # the windows this run fired: append-only
                 batch = self.logs.write(sink.table, records, job.name, small_input=small, collect=True)
             else:  # the changelog of what changed since the last run
-                batch = self.logs.write(sink.table, self._changelog(job.name, sink.table, records), job.name,
+                batch = self.logs.write(sink.table, self._changelog(job.name, sink, records), job.name,
                                         small_input=small, collect=True)
             if batch is not None:
                 output.batches.append(batch)
@@ -531,14 +534,15 @@ class Jobs:
         return frame.select(*columns, rowtime.alias(ROWTIME), op.cast("tinyint").alias(OP), *order,
                             *[F.col(f"`{c}`") for c in carry])
 
-    def _changelog(self, producer: str, table: TableDef, new: DataFrame, now: Column | None = None) -> DataFrame:
+    def _changelog(self, producer: str, sink: Sink, new: DataFrame, now: Column | None = None) -> DataFrame:
         """What to write so the sink goes from what this job wrote before to `new` (written at `now`)."""
+        table = sink.table
         if not any(b.producer == producer for b in self.store.batches(table.uid)):
             return new  # first run: everything is an insert
         stored = [c.name for c in table.stored_columns]
         old = self.views.state(table, producer=producer).select(*[F.col(f"`{c}`") for c in stored + [ROWTIME]])
         if not table.upsert:
-            return _multiset_changes(table, new, old, F.current_timestamp() if now is None else now)
+            return _multiset_changes(table, new, old, F.current_timestamp() if now is None else now, sink.groups)
         n, o = new.alias("n"), old.alias("o")
         keys = table.primary_key
         joined = n.join(o, on=[F.col(f"n.`{k}`") == F.col(f"o.`{k}`") for k in keys], how="full_outer")
@@ -578,7 +582,7 @@ class Jobs:
         written = self.aggregates.read(path, changed).where(touched)
         after = written.where(F.col(EMITTED).isNotNull()).select(f"{EMITTED}.*")
         if stored is None:  # starting over: the sink may hold rows of this statement already
-            records = self._changelog(job.name, table, after.withColumn(OP, F.lit(INSERT).cast("tinyint")), now)
+            records = self._changelog(job.name, sink, after.withColumn(OP, F.lit(INSERT).cast("tinyint")), now)
         elif table.upsert:
             records = _upsert_changes(table, written, EMITTED, BEFORE)
         else:
@@ -605,14 +609,34 @@ class Jobs:
         return shaped.select(*[F.col(f"`{c}`") for c in groups.columns], F.when(F.col(IN_RESULT), row).alias(NEW))
 
 
-def _multiset_changes(table: TableDef, new: DataFrame, old: DataFrame, now: Column) -> DataFrame:
-    """A table without primary key from `old` rows to `new` ones: the rows added (+I) and removed (-D)."""
+def _multiset_changes(table: TableDef, new: DataFrame, old: DataFrame, now: Column,
+                      groups: Sequence[str] = ()) -> DataFrame:
+    """A table without primary key from `old` rows to `new` ones: the rows added (+I) and removed (-D);
+    with `groups` (the columns of a GROUP BY's keys), a group's removed and added row are its update."""
     plain = [F.col(f"`{c.name}`") for c in table.stored_columns]
     declared = {c.name: c.type for c in table.stored_columns}
     added = except_all(new.select(*plain), old.select(*plain), declared)
     removed = except_all(old.select(*plain), new.select(*plain), declared)
+    if groups:
+        return _retract_changes(table, _paired(added, removed, groups), "__sl_added", "__sl_removed", now)
     return added.select("*", now.alias(ROWTIME), F.lit(INSERT).cast("tinyint").alias(OP)).unionByName(
         removed.select("*", now.alias(ROWTIME), F.lit(DELETE).cast("tinyint").alias(OP)))
+
+
+def _paired(added: DataFrame, removed: DataFrame, groups: Sequence[str]) -> DataFrame:
+    """Added and removed rows as struct columns __sl_added and __sl_removed, one of each group key per row
+    (either NULL). Any pairing leaves the same table, so the rows of keys a GROUP BY's output does not
+    tell apart (a NULL key beside a rolled-up total) pair in any order."""
+    def numbered(frame: DataFrame, name: str) -> DataFrame:
+        nth = F.row_number().over(Window.partitionBy(*[F.col(f"`{g}`") for g in groups]).orderBy(F.lit(1)))
+        return frame.select(F.struct(*[F.col(f"`{c}`") for c in frame.columns]).alias(name),
+                            *[F.col(f"`{g}`").alias(f"{name}_{i}") for i, g in enumerate(groups)],
+                            nth.alias(f"{name}_nth"))
+
+    a, r = numbered(added, "__sl_added"), numbered(removed, "__sl_removed")
+    same = reduce(lambda x, y: x & y, [a[f"__sl_added_{i}"].eqNullSafe(r[f"__sl_removed_{i}"])
+                                        for i in range(len(groups))], a["__sl_added_nth"] == r["__sl_removed_nth"])
+    return a.join(r, on=same, how="full_outer")
 
 
 def _retract_changes(table: TableDef, frame: DataFrame, new: str, old: str, now: Column) -> DataFrame:
@@ -708,6 +732,27 @@ def _keeps_upsert_key(query: exp.Expression, target: list[str], sink_key: list[s
             return False
         keys.add(column)
     return keys == {k.lower() for k in source.primary_key}
+
+
+def _group_columns(query: exp.Expression, target: list[str]) -> list[str]:
+    """The sink columns holding every key of the query's top-level GROUP BY (ROLLUP, CUBE and GROUPING
+    SETS included), each projected as itself; empty when a key is not in the output."""
+    group = query.args.get("group") if isinstance(query, exp.Select) else None
+    if group is None:
+        return []
+    keys: set[str] = set()
+    for expression in group.expressions:
+        if isinstance(expression, (exp.Rollup, exp.Cube)):
+            keys |= {k.sql() for k in expression.expressions}
+        elif isinstance(expression, exp.GroupingSets):
+            for grouping_set in expression.expressions:
+                members = grouping_set.expressions if isinstance(grouping_set, exp.Tuple) else [grouping_set.unnest()]
+                keys |= {k.sql() for k in members}
+        else:
+            keys.add(expression.sql())
+    outputs = [o.unalias().sql() for o in query.expressions]
+    columns = [name for name, output in zip(target, outputs, strict=False) if output in keys]
+    return columns if keys <= set(outputs) else []
 
 
 def sink_compared(job: Job, view: str) -> list[str] | None:
