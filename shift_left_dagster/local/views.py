@@ -101,8 +101,7 @@ class TableViews:
                        .where((F.col("__sl_n") == 1) & (op != DELETE)))
         elif any(b.retractions for b in self.logs.store.batches(table.uid)):
             records = self._cancel_retractions(table, records)
-        else:
-            records = records.where(op.isin(INSERT, UPDATE_AFTER))
+        # else every record is +I or +U: the table is its records, $op unread
         return records.select(*self._visible(table))
 
     def versions(self, table: TableDef, ranges: Ranges | None = None) -> DataFrame:
