@@ -320,6 +320,12 @@ def _extreme(name: str) -> Callable[[exp.Expr], exp.Expr]:
     return build
 
 
+def _overlay(node: exp.Overlay) -> exp.Expr:
+    """OVERLAY from past the end of the string leaves the string as it is in Flink (Spark appends)."""
+    beyond = exp.GT(this=node.args["from_"].copy(), expression=exp.Length(this=node.this.copy()))
+    return exp.If(this=beyond, true=node.this.copy(), false=node.copy())
+
+
 def _array_slice(node: exp.ArraySlice) -> exp.Expr:
     """ARRAY_SLICE(a, start[, end]): inclusive 1-based bounds; Spark's slice takes a length."""
     start = node.args.get("start") or _number(1)
@@ -398,6 +404,7 @@ TYPED: dict[type[exp.Expr], Callable[[Any], exp.Expr]] = {  # each takes its own
     exp.FromBase64: lambda node: _from_base64([node.this]),
     exp.Week: lambda node: _call("weekofyear", node.this),
     exp.Initcap: _initcap,
+    exp.Overlay: _overlay,
     exp.Greatest: _extreme("greatest"),
     exp.Least: _extreme("least"),
 }

@@ -212,6 +212,8 @@ def _expand_window_tvfs(tree: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, e
         time_column = args[1].expressions[0].name
         sizes = [_interval_micros(a, line) for a in args[2:]]
         names = _source_columns(source, columns_of, ctes)
+        if isinstance(source.this, exp.Identifier) and source.name not in ctes:
+            names = [*names, ROWTIME]  # a table's system column, which Flink's TVF output keeps too
         inner_source = source.copy()
         inner_source.set("alias", exp.TableAlias(this=exp.to_identifier("__sl_w_in")))
         columns = ", ".join(f"`__sl_w_in`.`{n}`" for n in names)
@@ -232,6 +234,8 @@ def _expand_window_tvfs(tree: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, e
             f"CAST(timestamp_micros(`__sl_w`.`e`) AS TIMESTAMP_NTZ) AS `window_end`, "
             f"timestamp_micros(`__sl_w`.`e` - 1000) AS `window_time` FROM (__sl_w_inner) AS `__sl_w_out`")
         _only(derived, exp.Subquery).this.replace(exploded)
+        for output in derived.expressions:  # not one of the columns `*` stands for
+            output.meta["system"] = output.alias_or_name == ROWTIME
         alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(source.name))
         table.replace(exp.Subquery(this=derived, alias=alias))
 
@@ -367,7 +371,7 @@ def _output_names(query: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, exp.Ex
         return _output_names(query.left, columns_of, ctes)
     if isinstance(query, exp.Select):
         _expand_select(query, columns_of, ctes)
-        return [e.alias_or_name for e in query.expressions]
+        return [e.alias_or_name for e in query.expressions if not e.meta.get("system")]
     raise Unsupported(f"SELECT * over {query.key.upper()}", line_of(query))
 
 
