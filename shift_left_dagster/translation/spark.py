@@ -562,10 +562,12 @@ def _rewrite_node(node: exp.Expr, precisions: Mapping[str, int]) -> exp.Expr:
     if isinstance(node, exp.TimestampDiff) and isinstance(node.this, exp.Column) \
             and node.this.name.upper() in ("SECOND", "MINUTE", "HOUR", "DAY", "WEEK", "MONTH", "QUARTER", "YEAR"):
         # The generic parser read TIMESTAMPDIFF(unit, a, b) as (this=unit, expression=a, unit=b).
-        end = node.args["unit"]
-        return exp.Anonymous(this="timestampdiff", expressions=[
-            exp.var(node.this.name.upper()), node.expression,
-            exp.column(end.name) if isinstance(end, exp.Var) else end])
+        end, unit = node.args["unit"], node.this.name.upper()
+        end = exp.column(end.name) if isinstance(end, exp.Var) else end
+        if unit in _MONTHS_IN:
+            return exp.IntDiv(this=exp.Paren(this=_months_between(node.expression, end)),
+                              expression=exp.Literal.number(_MONTHS_IN[unit]))
+        return exp.Anonymous(this="timestampdiff", expressions=[exp.var(unit), node.expression, end])
     if isinstance(node, exp.DataType):
         return _spark_data_type(node)
     return translate_typed(node)
@@ -616,6 +618,24 @@ def _cast_to_string(node: exp.Cast, precisions: Mapping[str, int]) -> exp.Expr:
         exp.If(this=exp.In(this=kind.copy(), expressions=[exp.Literal.string("timestamp"),
                                                            exp.Literal.string("timestamp_ntz")]), true=timestamp),
     ], default=node.copy())
+
+
+_MONTHS_IN = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
+
+
+def _months_between(start: exp.Expr, end: exp.Expr) -> exp.Expr:
+    """Whole months from start to end as Flink counts them: the most months whose TIMESTAMPADD to start
+    is not past end, so 2024-02-29 to 2025-02-28 is 12 (Spark's timestampdiff says 11); negative when
+    end is earlier."""
+    def forward(a: exp.Expr, b: exp.Expr) -> exp.Expr:
+        counted = exp.Anonymous(this="timestampdiff", expressions=[exp.var("MONTH"), a.copy(), b.copy()])
+        one_more = exp.Anonymous(this="timestampadd", expressions=[
+            exp.var("MONTH"), exp.Add(this=counted.copy(), expression=exp.Literal.number(1)), a.copy()])
+        return exp.Add(this=counted, expression=exp.If(this=exp.LTE(this=one_more, expression=b.copy()),
+                                                        true=exp.Literal.number(1), false=exp.Literal.number(0)))
+
+    return exp.If(this=exp.LTE(this=start.copy(), expression=end.copy()), true=forward(start, end),
+                  false=exp.Neg(this=exp.Paren(this=forward(end, start))))
 
 
 def _floor_ceil(node: exp.Floor | exp.Ceil) -> exp.Expr:
