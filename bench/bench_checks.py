@@ -98,14 +98,14 @@ def write_project(root: Path) -> ProjectGraph:
 
 
 def append(service: InProcessService, table: str, rows: DataFrame, producer: str | None) -> list[str]:
-    """Write rows into a table's log as one batch; return the table's parquet folders."""
+    """Write rows into a table's log as one batch; return the table's parquet files."""
     engine = service.engine
     definition: TableDef = next(t for t in engine.store.tables() if t.name == table)
     records = rows.withColumn(ROWTIME, F.current_timestamp()).withColumn(OP, F.lit(INSERT).cast("tinyint"))
     batch = engine.logs.write(definition, records, producer)
     assert batch is not None
     engine.store.append_batches([batch])
-    return [str(service.data_dir / b.path) for b in engine.store.batches(definition.uid)]
+    return [str(service.data_dir / f) for b in engine.store.batches(definition.uid) for f in b.files]
 
 
 def timed(action: Callable[[], object]) -> tuple[float, object]:

@@ -10,7 +10,7 @@
 3. History: three new rows through a running GROUP BY aggregate into its upsert sink, over
    100 k and then 4 M rows of history: the median time until they are in the sink, and the ratio.
 4. Table logs stay compacted: 1000 ticks of one record appended to a source
-   and picked up by a stateless INSERT INTO ... SELECT; the batches and folders
+   and picked up by a stateless INSERT INTO ... SELECT; the batches and files
    source and sink hold after them, and the median tick of ticks 1-10 against
    ticks 991-1000.
 
@@ -63,7 +63,7 @@ def deploy_project(client) -> int:  # type: ignore[no-untyped-def]
 
 
 def load(service: InProcessService, table: str, frame) -> list[str]:  # type: ignore[no-untyped-def]
-    """Bulk-write rows straight into a table's log (one batch); return its parquet folders."""
+    """Bulk-write rows straight into a table's log (one batch); return its parquet files."""
     engine = service.engine
     definition = engine.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id,
                                             name=table))
@@ -72,7 +72,7 @@ def load(service: InProcessService, table: str, frame) -> list[str]:  # type: ig
                               .withColumn("$op", F.lit(0).cast("tinyint")), producer=None)
     assert batch is not None
     engine.store.append_batches([batch])
-    return [str(service.data_dir / b.path) for b in engine.store.batches(definition.uid)]
+    return [str(service.data_dir / f) for b in engine.store.batches(definition.uid) for f in b.files]
 
 
 def small_ticks(service: InProcessService, client, ticks: int) -> None:  # type: ignore[no-untyped-def]
@@ -97,8 +97,8 @@ def small_ticks(service: InProcessService, client, ticks: int) -> None:  # type:
         seconds.append(timed(tick))
     for table in tables:
         assert table is not None
-        on_disk = sum(1 for _ in (service.data_dir / "tables" / table.uid).iterdir())
-        print(f"after {ticks} ticks {table.name}: {len(engine.store.batches(table.uid))} batches, {on_disk} folders "
+        on_disk = sum(1 for f in (service.data_dir / "tables" / table.uid).rglob("*.parquet"))
+        print(f"after {ticks} ticks {table.name}: {len(engine.store.batches(table.uid))} batches, {on_disk} files "
               f"(merged ones wait {engine.compaction.retention_seconds:.0f} s for readers before removal)")
     first, last = statistics.median(seconds[:10]), statistics.median(seconds[-10:])
     print(f"tick median: ticks 1-10 {first * 1000:.0f} ms, ticks {ticks - 9}-{ticks} {last * 1000:.0f} ms, "

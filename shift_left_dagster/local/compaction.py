@@ -1,13 +1,13 @@
 """Compaction of table logs: a table's small consecutive batches merged into one.
 
-Every run writes a batch folder per sink, so a continuous statement fed one
-record at a time leaves a folder per record, and reads slow down as folders
-pile up. When a table holds more than `max_small_batches` small batches,
-each run of consecutive small batches of one producer (a statement reads back
-its own batches, jobs.py) is rewritten as one batch with the same records and
+Every run writes a batch per sink, so a continuous statement fed one record
+at a time leaves a file per record, and reads slow down as files pile up.
+When a table holds more than `max_small_batches` small batches, each run
+of consecutive small batches of one producer (a statement reads back its
+own batches, jobs.py) is rewritten as one batch with the same records and
 offsets, registered in place of the run in one transaction (store.py): any
 reader's offsets stay valid. The engine compacts between runs (engine.py), so
-its own reads never see a folder vanish; the old folders stay
+its own reads never see a file vanish; the old files stay
 `retention_seconds` more for readers beside the service (checks, reader.py)
 that listed them before the swap.
 """
@@ -47,12 +47,12 @@ def compact(logs: TableLogs, policy: CompactionPolicy) -> int:
             if logs.store.replace_batches(run, batch):
                 merged += len(run) - 1
             else:  # the table was dropped meanwhile
-                logs.remove([batch.path])
+                logs.remove(batch.files)
     return merged
 
 
 def remove_retired(logs: TableLogs, policy: CompactionPolicy) -> None:
-    """Delete the folders of merged batches once no reader can still be using them."""
+    """Delete the files of merged batches once no reader can still be using them."""
     paths = logs.store.retired_before(time.time() - policy.retention_seconds)
     if paths:
         logs.remove(paths)

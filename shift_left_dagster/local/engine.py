@@ -112,7 +112,7 @@ class Engine:
             self.logs = TableLogs(self.data_dir / "tables", spark, self.store)
             removed = self.logs.remove_unregistered()
             if removed:
-                logger.info("removed %d batch folder(s) left by an interrupted run", removed)
+                logger.info("removed %d batch file(s) left by an interrupted run", removed)
             self.jobs = Jobs(spark, self.store, self.logs)
             self.ddl = Ddl(self.store, self.logs)
             self.introspection = Introspection(self.jobs)
@@ -133,7 +133,7 @@ class Engine:
                     report = self._until_quiet()
                 elif self._step():
                     self._wake.set()  # records moved: their readers run in the next round, not a tick later
-                self._compact()  # between runs: no run of this thread is reading a folder it retires
+                self._compact()  # between runs: no run of this thread is reading a file it retires
                 for done, out in waiters:
                     out.update(report)
                     done.set()
@@ -144,7 +144,7 @@ class Engine:
                     done.set()
 
     def _compact(self) -> None:
-        """Merge crowded tables' small batches, delete merged folders no reader can still be using."""
+        """Merge crowded tables' small batches, delete merged files no reader can still be using."""
         if self.startup_error is not None:
             return
         try:

@@ -72,6 +72,7 @@ from shift_left_dagster.local.group_aggregation import (
 from shift_left_dagster.local.late_rows import drop_late_rows, dropped_rows
 from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
+from shift_left_dagster.local.spark import keeps_row_order
 from shift_left_dagster.local.storage import DRIVER_ROWS, TableLogs
 from shift_left_dagster.local.store import AggregateState, Batch, RunState, SourceProgress, Store
 from shift_left_dagster.local.types import decode_wire, flink_type_name, parse_type, spark_type_of, wire_column
@@ -345,8 +346,7 @@ class Jobs:
             if empty:
                 ranges = {p: (0, 0) for p in range(table.partitions)}
             elif progress is not None and upper is not None:
-                low = progress.next if incremental else progress.start
-                ranges = {p: (low.get(p, 0), upper[table.uid][p]) for p in range(table.partitions)}
+                ranges = _ranges(progress, upper[table.uid], incremental=incremental)
             if scan.versioned:
                 frame = self.views.versions(table, ranges)
             elif incremental and table.upsert:
@@ -391,8 +391,9 @@ class Jobs:
             records = self.shape(result, sink, incremental=sink.incremental)
             small = self._reads_few(job, sink.query, state, upper, incremental=sink.incremental)
             if sink.incremental:  # source order kept (Flink keeps each partition's order)
-                batch = self.logs.write(sink.table, records, job.name, order_by=[LOG_ORDER], small_input=small,
-                                        collect=small)
+                ordered = not small and self._in_log_order(job, sink.query, state, upper, records)
+                batch = self.logs.write(sink.table, records, job.name, order_by=[LOG_ORDER], ordered=ordered,
+                                        small_input=small, collect=small)
             elif sink.windowed:  # the windows this run fired: append-only
                 batch = self.logs.write(sink.table, records, job.name, small_input=small, collect=True)
             else:  # the changelog of what changed since the last run
@@ -484,9 +485,20 @@ class Jobs:
         for scan in query.scans:
             uid = job.sources[scan.view].uid
             progress = next(p for p in state.sources.values() if p.table_uid == uid)
-            low = progress.next if incremental else progress.start
-            total += sum(end - low.get(p, 0) for p, end in upper[uid].items())
+            total += sum(end - start for start, end in _ranges(progress, upper[uid], incremental=incremental).values())
         return total <= DRIVER_ROWS
+
+    def _in_log_order(self, job: Job, query: SparkQuery, state: RunState, upper: dict[str, dict[int, int]],
+                      records: DataFrame) -> bool:
+        """Whether an incremental run's records come out in their sources' log order: Spark computes them
+        row by row from its scans, and each source partition's new records are one file that one task
+        reads whole (storage.py)."""
+        for scan in query.scans:
+            table = job.sources[scan.view]
+            progress = next(p for p in state.sources.values() if p.table_uid == table.uid)
+            if not self.logs.read_whole(table, _ranges(progress, upper[table.uid], incremental=True)):
+                return False
+        return keeps_row_order(records)
 
     @staticmethod
     def _behind(state: RunState, uid: str, ends: dict[int, int]) -> bool:
@@ -607,6 +619,13 @@ class Jobs:
                             carry=[*groups.columns, IN_RESULT])
         row = F.struct(*[F.col(f"`{c.name}`") for c in sink.table.stored_columns], F.col(f"`{ROWTIME}`"))
         return shaped.select(*[F.col(f"`{c}`") for c in groups.columns], F.when(F.col(IN_RESULT), row).alias(NEW))
+
+
+def _ranges(progress: SourceProgress, upper: dict[int, int], *, incremental: bool) -> dict[int, tuple[int, int]]:
+    """The offsets a run reads of one source, per partition: its new ones, or all since the start when
+    it recomputes."""
+    low = progress.next if incremental else progress.start
+    return {p: (low.get(p, 0), end) for p, end in upper.items()}
 
 
 def _multiset_changes(table: TableDef, new: DataFrame, old: DataFrame, now: Column,

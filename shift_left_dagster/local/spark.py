@@ -120,3 +120,23 @@ def empty_frame(spark: SparkSession, schema: T.StructType) -> DataFrame:
         return spark.createDataFrame([], schema)
     assert jvm is not None
     return DataFrame(session.createDataFrame(jvm.java.util.ArrayList(), session.parseDataType(schema.json())), spark)
+
+
+# Logical operators that keep each input partition's rows in order, one partition after another.
+_ORDER_KEEPING = {"Project", "Filter", "Generate", "Union", "LogicalRelation", "LocalRelation", "Range"}
+
+
+def keeps_row_order(frame: DataFrame) -> bool:
+    """Whether Spark computes `frame` row by row from its scans, in each scan's order: its optimized
+    plan only scans, filters, projects, unnests and unions (no shuffle, sort, join or window). False
+    when it can not tell (a Spark Connect session)."""
+    try:
+        plan = frame._jdf.queryExecution().optimizedPlan()
+    except AttributeError:
+        return False
+
+    def keeps(node: Any) -> bool:
+        children = node.children()
+        return node.nodeName() in _ORDER_KEEPING and all(keeps(children.apply(i)) for i in range(children.size()))
+
+    return bool(keeps(plan))

@@ -1,17 +1,21 @@
-"""Table logs on disk: each write is one batch folder of parquet files Spark reads.
+"""Table logs on disk: each write is one batch, a parquet file per partition it holds.
 
-A batch is written to a hidden temporary folder and renamed into place, then
-registered in sqlite (store.py); readers only see registered batches, so a
-crash or a concurrent reader never sees half a batch. Offsets are dense per
-partition: a record's offset is its partition's next offset plus its index
-among the batch's records of that partition. A small batch is placed by the
-driver, collected as Arrow and written with pyarrow: a fraction of the fixed
-cost of a Spark write (a shuffle, a sort, a write job and its commit protocol);
-a run over few records is also computed without code generation, which costs
-more than it saves on a few rows. A batch is counted (rows, retractions,
-offsets per partition, NULLs in NOT NULL columns) on its Arrow columns, read
-back after a Spark write: counting inside the job (an observed metric) runs
-outside generated code and cost more. Compaction (compaction.py)
+As Kafka names a log segment by its first offset, a batch's file of partition
+p whose first offset is n is `<table>/$partition=p/$base=n/<batch>.parquet`,
+and holds that partition's records in offset order: a record's partition and
+offset are where it lies, not columns of it. Spark reads them back as
+partition columns (constant per file) and the row index in the file, so a run
+writes and reads the records' values, time and op only. A batch is written to
+a hidden temporary folder, its files moved into place, then registered in
+sqlite (store.py); readers only read registered batches' files, so a crash or
+a concurrent reader never sees half a batch. Offsets are dense per partition.
+A small batch is placed by the driver, collected as Arrow and written with
+pyarrow: a fraction of the fixed cost of a Spark write (a shuffle, a sort, a
+write job and its commit protocol); a run over few records is also computed
+without code generation, which costs more than it saves on a few rows. A
+batch is counted (rows, retractions, NULLs in NOT NULL columns) on its Arrow
+columns, read back after a Spark write: counting inside the job (an observed
+metric) runs outside generated code and cost more. Compaction (compaction.py)
 rewrites consecutive small batches as one, records and offsets unchanged.
 """
 
@@ -29,12 +33,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from shift_left_dagster.local.catalog import DELETE, OFFSET, OP, PARTITION, ROWTIME, UPDATE_BEFORE, TableDef
 from shift_left_dagster.local.spark import empty_frame, without_codegen
-from shift_left_dagster.local.store import Batch, Store
+from shift_left_dagster.local.store import BASE, Batch, Store
 
-_INDEX_BITS = 33  # monotonically_increasing_id() = spark partition id << 33 | index in the partition
+# Spark's parquet readers fill a LONG column of this name with each row's index in its file (what
+# `_metadata.row_index` reads): a column of the read schema, pruned when a query reads no offsets, where
+# `_metadata`, once referenced, is carried whole through the plan (it cost a join + aggregate 0.1 s per 1 M rows).
+ROW_INDEX = "_tmp_metadata_row_index"
 DRIVER_ROWS = 100_000  # at most this many records: a batch the driver writes, a run without code generation
 
 
@@ -50,18 +58,23 @@ class TableLogs:
         root.mkdir(parents=True, exist_ok=True)
 
     def remove_unregistered(self) -> int:
-        """Delete batch folders no committed run names (a crash between rename and commit) and temp folders."""
-        registered = self.store.batch_paths()
+        """Delete batch files no committed run names (a crash between writing and commit), temporary
+        folders, and the folders left empty."""
+        registered = self.store.batch_files()
         removed = 0
-        for table_dir in self.root.iterdir():
-            for batch_dir in table_dir.iterdir() if table_dir.is_dir() else []:
-                if self._relative(batch_dir) not in registered:
-                    shutil.rmtree(batch_dir, ignore_errors=True)
+        for table_dir in [d for d in self.root.iterdir() if d.is_dir()]:
+            for temporary in table_dir.glob(".tmp-*"):
+                shutil.rmtree(temporary, ignore_errors=True)
+                removed += 1
+            for file in table_dir.glob(f"{PARTITION}=*/{BASE}=*/*.parquet"):
+                if self._relative(file) not in registered:
+                    file.unlink()
                     removed += 1
+            _remove_empty_folders(table_dir)
         return removed
 
     def write(self, table: TableDef, records: DataFrame, producer: str | None, order_by: Sequence[str] = (), *,
-              small_input: bool = False, collect: bool = False) -> Batch | None:
+              ordered: bool = False, small_input: bool = False, collect: bool = False) -> Batch | None:
         """Append records (stored columns + $rowtime + $op) as one batch; None when there were none.
 
         Records go to partitions by a hash of the table's key, in the input
@@ -69,32 +82,37 @@ class TableLogs:
         stateless query keeps each source partition's order). A table without
         key (or with one partition) takes the records where they are, without
         shuffle: Spark partitions merged down to the table's, each written to
-        one. With `small_input` (the run read at most DRIVER_ROWS records) the
-        batch is computed without code generation; with `collect` (a batch
+        one; with `ordered` (the records come in their sources' log order
+        already, jobs.py) it keeps them in that order without a sort. With
+        `small_input` (the run read at most DRIVER_ROWS records) the batch is
+        computed without code generation; with `collect` (a batch
         likely small: a stateless run over few records, a changelog of
         differences) one of at most DRIVER_ROWS records is placed and written
         by the driver, a larger one is computed again and written by Spark.
         """
-        bases = self.store.end_offsets(table.uid)
-        final = self.root / table.uid / f"b-{uuid.uuid4().hex}"
-        temporary = final.with_name(f".tmp-{final.name}")
-        written = None
+        name = f"b-{uuid.uuid4().hex}"
+        temporary = self.root / table.uid / f".tmp-{name}"
+        files: dict[int, Path] = {}  # partition -> its file in the temporary folder
+        counted = [OP, *[c.name for c in table.stored_columns if not c.nullable]]
+        collected = None
         if collect:
             with without_codegen(self.spark) if small_input else nullcontext():
-                written = self._collected(table, records, bases, order_by)
-        if written is not None:
-            if written.num_rows:
-                temporary.mkdir(parents=True)
-                pq.write_table(written, str(temporary / "part-00000.parquet"))
-        else:  # Spark writes the batch, then its counted columns are read back
-            self._placed(table, records, bases, order_by).write.parquet(str(temporary))
-            files = sorted(str(f) for f in temporary.glob("*.parquet"))
-            counted = [PARTITION, OFFSET, OP, *[c.name for c in table.stored_columns if not c.nullable]]
-            written = pq.read_table(files, columns=counted) if files else None
-        if written is None or not written.num_rows:
+                collected = self._collected(table, records, order_by)
+        if collected is not None:
+            temporary.mkdir(parents=True)
+            for partition, part in collected.items():
+                files[partition] = temporary / f"{partition}.parquet"
+                pq.write_table(part, str(files[partition]))
+            written = {p: part.select(counted) for p, part in collected.items()}
+        else:  # one Spark task per partition, each writing one file named after its task's partition
+            self._placed(table, records, order_by, ordered).write.option("maxRecordsPerFile", 0).parquet(str(temporary))
+            files = {int(f.name.split("-")[1]): f for f in temporary.glob("part-*.parquet")}
+            written = {p: pq.read_table(f, columns=counted) for p, f in files.items()}
+        written = {p: w for p, w in sorted(written.items()) if w.num_rows}
+        if not written:
             shutil.rmtree(temporary, ignore_errors=True)
             return None
-        violations = [c.name for c in table.stored_columns if not c.nullable and written[c.name].null_count]
+        violations = [c for c in counted[1:] if any(w[c].null_count for w in written.values())]
         if violations:
             shutil.rmtree(temporary, ignore_errors=True)
             raise NotNullViolation(
@@ -102,100 +120,131 @@ class TableLogs:
                 f"You can set job configuration 'table.exec.sink.not-null-enforcer'='DROP' to suppress this "
                 f"exception and drop such records silently."
             )
-        temporary.rename(final)
-        return Batch(table_uid=table.uid, path=self._relative(final), producer=producer, rows=written.num_rows,
-                     retractions=_retractions(written), ranges=_ranges(written))
+        bases = self.store.end_offsets(table.uid)
+        batch = Batch(table_uid=table.uid, path=self._relative(self.root / table.uid / name), producer=producer,
+                      rows=sum(w.num_rows for w in written.values()),
+                      retractions=sum(_retractions(w) for w in written.values()),
+                      ranges={p: (bases.get(p, 0), bases.get(p, 0) + w.num_rows) for p, w in written.items()})
+        for partition, file in zip(batch.ranges, batch.files, strict=True):
+            final = self.root.parent / file
+            final.parent.mkdir(parents=True, exist_ok=True)
+            files[partition].rename(final)
+        shutil.rmtree(temporary, ignore_errors=True)
+        return batch
 
     @staticmethod
-    def _placed(table: TableDef, records: DataFrame, bases: dict[int, int], order_by: Sequence[str]) -> DataFrame:
-        """The batch in storage columns for Spark to write: Spark partition p holds table partition p's
-        records (in `order_by` order), offset = base + index in the Spark partition."""
+    def _placed(table: TableDef, records: DataFrame, order_by: Sequence[str], ordered: bool) -> DataFrame:
+        """The batch in stored columns for Spark to write: Spark partition p holds table partition p's
+        records, in `order_by` order."""
         keys = [F.col(f"`{k}`") for k in table.key_columns]
         if keys and table.partitions > 1:
-            spread = records.repartition(table.partitions, *keys)
+            spread, ordered = records.repartition(table.partitions, *keys), False  # a shuffle interleaves
         else:
-            spread = records.coalesce(table.partitions)
-        if order_by:
+            spread = records.coalesce(table.partitions)  # whole Spark partitions, one after another
+        if order_by and not ordered:
             spread = spread.sortWithinPartitions(*[F.col(f"`{c}`") for c in order_by])
-        partition = F.spark_partition_id()
-        base = F.element_at(F.array(*[F.lit(bases.get(p, 0)) for p in range(table.partitions)]), partition + 1)
-        index = F.monotonically_increasing_id() - F.shiftleft(partition.cast("long"), _INDEX_BITS)
-        return spread.select(*_storage_columns(table, partition), (base + index).alias(OFFSET))
+        return spread.select(*_stored(table))
 
     @staticmethod
-    def _collected(table: TableDef, records: DataFrame, bases: dict[int, int],
-                   order_by: Sequence[str]) -> pa.Table | None:
-        """The batch in storage columns, placed by the driver without shuffle or Spark sort: a keyed
+    def _collected(table: TableDef, records: DataFrame, order_by: Sequence[str]) -> dict[int, pa.Table] | None:
+        """The batch in stored columns, placed by the driver without shuffle or Spark sort: a keyed
         record's partition is the hash `repartition` computes (pmod of Murmur3), a keyless one's its
-        Spark partition merged down to the table's; records by partition, in `order_by` order,
-        offset = base + index in the partition. None when it holds more than DRIVER_ROWS records."""
+        Spark partition merged down to the table's; each partition's records in `order_by` order.
+        None when it holds more than DRIVER_ROWS records."""
         keys = [F.col(f"`{k}`") for k in table.key_columns]
         if keys and table.partitions > 1:
             spread, partition = records, F.pmod(F.hash(*keys), F.lit(table.partitions))
         else:
             spread, partition = records.coalesce(table.partitions), F.spark_partition_id()
-        stored = [*[c.name for c in table.stored_columns], ROWTIME, PARTITION, OP]
+        stored = [*[c.name for c in table.stored_columns], ROWTIME, OP]
         extra = [c for c in order_by if c not in stored]
-        rows = spread.select(*_storage_columns(table, partition), *[F.col(f"`{c}`") for c in extra]).limit(
-            DRIVER_ROWS + 1).toArrow()
+        rows = spread.select(*_stored(table), partition.alias(PARTITION),
+                             *[F.col(f"`{c}`") for c in extra]).limit(DRIVER_ROWS + 1).toArrow()
         if rows.num_rows > DRIVER_ROWS:
             return None
         # a stable sort: among equal rows, the order Spark gave
-        rows = rows.sort_by([(PARTITION, "ascending"), *[(c, "ascending") for c in order_by]]).drop_columns(extra)
-        offsets: list[int] = []
+        rows = rows.sort_by([(PARTITION, "ascending"), *[(c, "ascending") for c in order_by]])
+        parts: dict[int, pa.Table] = {}
+        start = 0
         for count in pc.value_counts(rows[PARTITION]).to_pylist():  # partitions in ascending order
-            base = bases.get(count["values"], 0)
-            offsets.extend(range(base, base + count["counts"]))
-        placed = rows.append_column(OFFSET, pa.array(offsets, pa.int64()))
-        return placed.select([*stored[:-1], OFFSET, OP])
+            parts[count["values"]] = rows.slice(start, count["counts"]).select(stored)
+            start += count["counts"]
+        return parts
 
     def read(self, table: TableDef, ranges: dict[int, tuple[int, int]] | None = None,
              producer: str | None = None) -> DataFrame:
         """Records of a table (storage schema), optionally only offsets [start, end) per partition
         and only the batches one statement wrote."""
-        schema = table.storage_schema()
-        selected: list[Batch] = []
-        exact = True  # every selected batch lies wholly inside the ranges: no row filter needed
-        for batch in self.store.batches(table.uid):
-            if producer is not None and batch.producer != producer:
-                continue
-            if ranges is None:
-                selected.append(batch)
-                continue
-            overlap = [p for p, (first, end) in batch.ranges.items()
-                       if p in ranges and first < ranges[p][1] and end > ranges[p][0]]
-            if overlap:
-                selected.append(batch)
-                exact = exact and set(overlap) == set(batch.ranges) and all(
-                    ranges[p][0] <= batch.ranges[p][0] and batch.ranges[p][1] <= ranges[p][1] for p in overlap)
+        selected, exact = self._selected(table, ranges, producer)
         if not selected:
-            return empty_frame(self.spark, schema)
-        frame = self.spark.read.schema(schema).parquet(*[str(self.root.parent / b.path) for b in selected])
+            return empty_frame(self.spark, table.storage_schema())
+        schema = T.StructType([*_stored_schema(table).fields, T.StructField(ROW_INDEX, T.LongType()),
+                               T.StructField(PARTITION, T.IntegerType()), T.StructField(BASE, T.LongType())])
+        files = self.spark.read.schema(schema).option("basePath", str(self.root / table.uid)).parquet(
+            *[str(self.root.parent / f) for f in selected.values()])
+        frame = files.select(*[F.col(f"`{c.name}`") for c in table.stored_columns], F.col(f"`{ROWTIME}`"),
+                             F.col(f"`{PARTITION}`"),
+                             (F.col(f"`{BASE}`") + F.col(ROW_INDEX)).alias(OFFSET), F.col(f"`{OP}`"))
         if ranges is not None and not exact:
             frame = frame.where(in_ranges(ranges))
         return frame
 
+    def read_whole(self, table: TableDef, ranges: dict[int, tuple[int, int]]) -> bool:
+        """Whether `read` takes each partition's records in the ranges from one file of one row group:
+        a file Spark never splits, so one task reads that partition's records, in offset order."""
+        selected, _exact = self._selected(table, ranges)
+        per_partition = [p for p, _file in selected]
+        return len(per_partition) == len(set(per_partition)) and all(
+            pq.read_metadata(self.root.parent / f).num_row_groups == 1 for f in selected.values())
+
+    def _selected(self, table: TableDef, ranges: dict[int, tuple[int, int]] | None = None,
+                  producer: str | None = None) -> tuple[dict[tuple[int, int], str], bool]:
+        """The files holding records in the ranges, by (partition, first offset), and whether each lies
+        wholly inside them (no row filter needed)."""
+        selected: dict[tuple[int, int], str] = {}
+        exact = True
+        for batch in self.store.batches(table.uid):
+            if producer is not None and batch.producer != producer:
+                continue
+            for (p, (first, end)), file in zip(batch.ranges.items(), batch.files, strict=True):
+                if ranges is None:
+                    selected[(p, first)] = file
+                elif p in ranges and first < ranges[p][1] and end > ranges[p][0]:
+                    selected[(p, first)] = file
+                    exact = exact and ranges[p][0] <= first and end <= ranges[p][1]
+        return selected, exact
+
     def merge(self, table: TableDef, batches: list[Batch]) -> Batch:
-        """One new batch folder holding exactly the records of consecutive `batches` of one producer
-        (same values, partitions, offsets, times and ops), in log order; not registered yet."""
-        final = self.root / table.uid / f"b-{uuid.uuid4().hex}"
-        temporary = final.with_name(f".tmp-{final.name}")
-        records = self.spark.read.schema(table.storage_schema()).parquet(
-            *[str(self.root.parent / b.path) for b in batches])
-        records.coalesce(1).sortWithinPartitions(PARTITION, OFFSET).write.parquet(str(temporary))
-        temporary.rename(final)
+        """One new batch holding exactly the records of consecutive `batches` of one producer (same
+        values, partitions, offsets, times and ops), in log order; not registered yet. Merged batches
+        are small (compaction.py): the driver concatenates each partition's files."""
+        parts: dict[int, list[pa.Table]] = {}
+        for batch in batches:
+            for partition, file in zip(batch.ranges, batch.files, strict=True):
+                parts.setdefault(partition, []).append(pq.read_table(self.root.parent / file))
         ranges: dict[int, tuple[int, int]] = {}
         for batch in batches:
             for p, (first, end) in batch.ranges.items():
                 ranges[p] = (ranges[p][0], end) if p in ranges else (first, end)
-        return Batch(table_uid=table.uid, path=self._relative(final), producer=batches[0].producer,
-                     rows=sum(b.rows for b in batches), retractions=sum(b.retractions for b in batches),
-                     ranges=ranges)
+        merged = Batch(table_uid=table.uid, path=self._relative(self.root / table.uid / f"b-{uuid.uuid4().hex}"),
+                       producer=batches[0].producer, rows=sum(b.rows for b in batches),
+                       retractions=sum(b.retractions for b in batches), ranges=dict(sorted(ranges.items())))
+        for partition, file in zip(merged.ranges, merged.files, strict=True):
+            final = self.root.parent / file
+            final.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.concat_tables(parts[partition], promote_options="permissive"), str(final))
+        return merged
 
-    def remove(self, paths: list[str]) -> None:
-        """Delete batch folders (their batches no longer registered)."""
-        for path in paths:
-            shutil.rmtree(self.root.parent / path, ignore_errors=True)
+    def remove(self, files: list[str]) -> None:
+        """Delete batch files (their batches no longer registered) and the folders left empty."""
+        for file in files:
+            path = self.root.parent / file
+            path.unlink(missing_ok=True)
+            for folder in (path.parent, path.parent.parent):
+                try:
+                    folder.rmdir()
+                except OSError:  # not empty (another batch's file), or gone
+                    break
 
     def _relative(self, path: Path) -> str:
         return str(path.relative_to(self.root.parent))
@@ -207,21 +256,28 @@ def drop_table(store: Store, root: Path, uid: str) -> None:
     shutil.rmtree(root / uid, ignore_errors=True)
 
 
-def _storage_columns(table: TableDef, partition: Column) -> list[Column]:
-    """A batch's columns but its offsets: stored columns, $rowtime, $partition (as given), $op."""
-    return [*[F.col(f"`{c.name}`") for c in table.stored_columns], F.col(f"`{ROWTIME}`"), partition.alias(PARTITION),
+def _stored(table: TableDef) -> list[Column]:
+    """A batch's columns in its files: stored columns, $rowtime, $op (partition and offset: where it lies)."""
+    return [*[F.col(f"`{c.name}`") for c in table.stored_columns], F.col(f"`{ROWTIME}`"),
             F.col(f"`{OP}`").cast("tinyint").alias(OP)]
+
+
+def _stored_schema(table: TableDef) -> T.StructType:
+    return T.StructType([f for f in table.storage_schema().fields if f.name not in (PARTITION, OFFSET)])
+
+
+def _remove_empty_folders(table_dir: Path) -> None:
+    for folder in sorted(table_dir.glob(f"{PARTITION}=*/{BASE}=*"), reverse=True) + sorted(
+            table_dir.glob(f"{PARTITION}=*")):
+        try:
+            folder.rmdir()
+        except OSError:  # not empty
+            pass
 
 
 def _retractions(written: pa.Table) -> int:
     """How many records of a batch retract a row (-U, -D)."""
     return int(pc.sum(pc.is_in(written[OP], value_set=pa.array([UPDATE_BEFORE, DELETE], pa.int8()))).as_py() or 0)
-
-
-def _ranges(written: pa.Table) -> dict[int, tuple[int, int]]:
-    """Per partition, the offsets [first, last + 1) a batch holds."""
-    spans = written.group_by(PARTITION).aggregate([(OFFSET, "min"), (OFFSET, "max")]).to_pylist()
-    return {int(s[PARTITION]): (int(s[f"{OFFSET}_min"]), int(s[f"{OFFSET}_max"]) + 1) for s in spans}
 
 
 def in_ranges(ranges: dict[int, tuple[int, int]]) -> Column:

@@ -2,7 +2,7 @@
 
 A statement's run (the batches it wrote and the offsets it read) commits in
 one transaction, so a crash leaves either all of a run or none of it; batch
-folders on disk that no row names are leftovers of a crash (storage.py
+files on disk that no row names are leftovers of a crash (storage.py
 deletes them at start).
 """
 
@@ -20,7 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from shift_left_dagster.local.catalog import TableDef, TableId
+from shift_left_dagster.local.catalog import PARTITION, TableDef, TableId
+
+BASE = "$base"  # a batch file's folder names its partition and its first offset (storage.py)
+FORMAT = 2  # table logs as one file per batch and partition, offsets implied (storage.py); 1 stored them
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS statements (
@@ -68,6 +71,14 @@ class Batch(BaseModel):
     retractions: int
     ranges: dict[int, tuple[int, int]]
 
+    @property
+    def files(self) -> list[str]:
+        """Its files, one per partition in `ranges` (in that order), beside its path: a file's folder
+        names the partition and its first offset (storage.py)."""
+        folder, name = self.path.rsplit("/", 1)
+        return [f"{folder}/{PARTITION}={p}/{BASE}={first}/{name}.parquet"
+                for p, (first, _end) in self.ranges.items()]
+
 
 class SourceProgress(BaseModel):
     """Where a statement reads one source table: start, bound (None: unbounded) and next offsets,
@@ -112,6 +123,17 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(SCHEMA)
         self._lock = threading.RLock()
+        self._check_format(path)
+
+    def _check_format(self, path: Path) -> None:
+        """Refuse a data directory whose table logs an older version of the service wrote."""
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        if version < FORMAT and self._db.execute("SELECT COUNT(*) FROM batches").fetchone()[0]:
+            self._db.close()
+            raise RuntimeError(f"the local service's data directory {path.parent} holds table data in an older "
+                               f"format (version {version}, this service reads version {FORMAT}): start it with "
+                               f"another data directory, or delete this one")
+        self._db.execute(f"PRAGMA user_version = {FORMAT}")
 
     def close(self) -> None:
         with self._lock:
@@ -276,9 +298,12 @@ class Store:
                       ranges={int(k): tuple(v) for k, v in json.loads(g).items()})
                 for i, t, p, pr, n, r, g in rows]
 
-    def batch_paths(self) -> set[str]:
-        """Folders that must stay: registered batches, and merged ones readers may still be using."""
-        return {r[0] for r in self._all("SELECT path FROM batches UNION SELECT path FROM retired")}
+    def batch_files(self) -> set[str]:
+        """Files that must stay: registered batches', and merged ones' readers may still be using."""
+        registered = self._all("SELECT table_uid, path, ranges FROM batches")
+        files = {f for t, p, g in registered for f in Batch(table_uid=t, path=p, rows=0, retractions=0, ranges={
+            int(k): tuple(v) for k, v in json.loads(g).items()}).files}
+        return files | {r[0] for r in self._all("SELECT path FROM retired")}
 
     # --- compaction (compaction.py) ----------------------------------------------------
 
@@ -289,7 +314,7 @@ class Store:
 
     def replace_batches(self, merged: list[Batch], into: Batch) -> bool:
         """Register `into` in place of `merged` (it takes the first one's id, so the table's batch order
-        holds) and retire their folders, all or nothing; False when one of them is gone (table dropped)."""
+        holds) and retire their files, all or nothing; False when one of them is gone (table dropped)."""
         ids = [b.id for b in merged]
         marks = ",".join("?" * len(ids))
         with self.transaction() as db:
@@ -298,11 +323,12 @@ class Store:
             db.execute("UPDATE batches SET path = ?, rows = ?, retractions = ?, ranges = ? WHERE id = ?",
                        (into.path, into.rows, into.retractions, json.dumps(into.ranges), ids[0]))
             db.executemany("DELETE FROM batches WHERE id = ?", [(i,) for i in ids[1:]])
-            db.executemany("INSERT OR REPLACE INTO retired VALUES (?, ?)", [(b.path, time.time()) for b in merged])
+            db.executemany("INSERT OR REPLACE INTO retired VALUES (?, ?)",
+                           [(f, time.time()) for b in merged for f in b.files])
         return True
 
     def retired_before(self, at: float) -> list[str]:
-        """Folders of merged batches retired before `at` (epoch seconds)."""
+        """Files of merged batches retired before `at` (epoch seconds)."""
         return [r[0] for r in self._all("SELECT path FROM retired WHERE at < ?", at)]
 
     def forget_retired(self, paths: list[str]) -> None:

@@ -36,8 +36,9 @@ def records(logs: TableLogs, table: TableDef, **read: Any) -> list[tuple]:
     return sorted((r["$partition"], r["$offset"], r["id"], r["name"], r["$rowtime"], r["$op"]) for r in rows)
 
 
-def folders(root: Path, table: TableDef) -> int:
-    return sum(1 for _ in (root / table.uid).iterdir())
+def files(root: Path, table: TableDef) -> int:
+    """Files of the table on disk (each batch has one per partition it holds), folders and all."""
+    return sum(1 for f in (root / table.uid).rglob("*") if f.is_file())
 
 
 def test_small_batches_merge_keeping_every_record(spark: SparkSession, tmp_path: Path) -> None:
@@ -55,7 +56,7 @@ def test_small_batches_merge_keeping_every_record(spark: SparkSession, tmp_path:
         assert batch is not None
         store.append_batches([batch])
     before = records(logs, table)
-    assert len(store.batches(table.uid)) == 40 and folders(tmp_path / "tables", table) == 40
+    assert len(store.batches(table.uid)) == 40 and files(tmp_path / "tables", table) == 40
     # what the test wrote, each partition's offsets dense from 0 in write order
     assert Counter((r[2], r[3], r[4], r[5]) for r in before) == Counter(w[:4] for w in written)
     for partition in {r[0] for r in before}:
@@ -71,7 +72,7 @@ def test_small_batches_merge_keeping_every_record(spark: SparkSession, tmp_path:
     assert merged == 40 - len(batches)
     assert len(batches) == 3  # p's first 20, the other statement's 2, p's last 18
     assert [b.producer for b in batches] == ["p", "other", "p"]
-    assert folders(tmp_path / "tables", table) == 3
+    assert files(tmp_path / "tables", table) == sum(len(b.ranges) for b in batches)
     assert sum(b.retractions for b in batches) == sum(w[3] == DELETE for w in written)
     assert records(logs, table) == before
     assert {p: records(logs, table, producer=p) for p in ("p", "other")} == by_producer
@@ -104,10 +105,10 @@ def test_a_running_statement_reads_a_compacted_table_exactly_once(spark: SparkSe
         for table in tables:
             held = engine.store.batches(table.uid)
             assert len(held) <= POLICY.max_small_batches
-            assert folders(tmp_path / "service" / "tables", table) == len(held)
+            assert files(tmp_path / "service" / "tables", table) == sum(len(b.ranges) for b in held)
 
 
-def test_merged_folders_stay_for_readers_until_the_retention_passes(spark: SparkSession, tmp_path: Path) -> None:
+def test_merged_files_stay_for_readers_until_the_retention_passes(spark: SparkSession, tmp_path: Path) -> None:
     store = Store(tmp_path / "service.db")
     logs = TableLogs(tmp_path / "tables", spark, store)
     table = table_def("retained")
@@ -116,12 +117,12 @@ def test_merged_folders_stay_for_readers_until_the_retention_passes(spark: Spark
         batch = logs.write(table, spark.createDataFrame([(i, f"n{i}", START, INSERT)], SCHEMA), "p")
         assert batch is not None
         store.append_batches([batch])
-    listed = [str(tmp_path / b.path) for b in store.batches(table.uid)]  # what a reader beside the service listed
+    listed = [str(tmp_path / f) for b in store.batches(table.uid) for f in b.files]  # a reader beside the service
     retained = CompactionPolicy(small_rows=1000, max_small_batches=4, retention_seconds=3600)
     assert compact(logs, retained) == 5
     remove_retired(logs, retained)
     assert logs.remove_unregistered() == 0  # a restart keeps them too
     assert sorted(r["id"] for r in spark.read.parquet(*listed).collect()) == list(range(6))
     remove_retired(logs, POLICY)  # retention over
-    assert folders(tmp_path / "tables", table) == 1
+    assert files(tmp_path / "tables", table) == len(store.batches(table.uid)[0].ranges)
     store.close()

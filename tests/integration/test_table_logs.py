@@ -89,7 +89,11 @@ def test_a_batch_written_by_the_driver_is_the_one_spark_writes(spark: SparkSessi
     logs, written = write_both(spark, tmp_path, keyed, data)
     assert spark.conf.get("spark.sql.codegen.wholeStage") == codegen  # the driver's write ran without, then restored
     (driver_table, driver), (spark_table, spark_batch) = written[True], written[False]
-    assert len(list((tmp_path / "tables" / driver.path.split("/", 1)[1]).glob("*.parquet"))) == 1
+    for batch in (driver, spark_batch):  # a file per partition, named by its first offset, nothing else
+        table_dir = tmp_path / batch.path.rsplit("/", 1)[0]
+        assert sorted(str(f.relative_to(tmp_path)) for f in table_dir.rglob("*") if f.is_file()) == \
+            sorted(batch.files)
+        assert [f.split("/")[2:4] for f in batch.files] == [[f"$partition={p}", "$base=0"] for p in batch.ranges]
     assert (driver.rows, driver.retractions, driver.ranges) == \
         (spark_batch.rows, spark_batch.retractions, spark_batch.ranges)
     records = logged(logs, driver_table)
@@ -127,3 +131,23 @@ def test_a_null_key_written_by_the_driver_is_refused(spark: SparkSession, tmp_pa
         logs.write(table, frame(spark, bad), "p", small_input=True, collect=True)
     assert store.batches(table.uid) == [] and not any(p.name.startswith(".tmp") for p in
                                                       (tmp_path / "tables" / table.uid).iterdir())
+
+
+def test_merged_batches_of_every_type_keep_each_record_where_it_was(spark: SparkSession, tmp_path: Path) -> None:
+    store = Store(tmp_path / "service.db")
+    logs = TableLogs(tmp_path / "tables", spark, store)
+    table = table_def("merged", keyed=True)
+    store.create_table(table)
+    data = rows(45)
+    for start, small in ((0, True), (15, False), (30, True)):  # files the driver and Spark wrote, side by side
+        batch = logs.write(table, frame(spark, data[start:start + 15]), "p", order_by=["seq"], small_input=small,
+                           collect=small)
+        assert batch is not None
+        store.append_batches([batch])
+    before = logged(logs, table)
+    runs = store.batches(table.uid)
+    merged = logs.merge(table, runs)
+    assert store.replace_batches(runs, merged)
+    assert logged(logs, table) == before  # every value, partition, offset, time and op as it was
+    assert (merged.rows, merged.retractions) == (45, sum(d[11] in (UPDATE_BEFORE, DELETE) for d in data))
+    assert merged.ranges == {p: (0, sum(r[-3] == p for r in before)) for p in {r[-3] for r in before}}
