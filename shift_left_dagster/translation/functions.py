@@ -56,7 +56,7 @@ def _number(value: int) -> exp.Literal | exp.Neg:
     return exp.Literal.number(value)
 
 
-def _parse(sql: str, **args: exp.Expr) -> exp.Expr:
+def spark_template(sql: str, **args: exp.Expr) -> exp.Expr:
     """A Spark expression template whose `{name}` placeholders are replaced by argument trees."""
     import sqlglot
 
@@ -70,7 +70,7 @@ def _parse(sql: str, **args: exp.Expr) -> exp.Expr:
 
 def _hash_code(args: list[exp.Expr]) -> exp.Expr:
     """Java's String.hashCode (s[0]*31^(n-1) + ... as a 32-bit int) of the value as a string."""
-    return _parse(
+    return spark_template(
         "CAST(CASE WHEN {v} IS NULL THEN NULL ELSE "
         "aggregate(split(CAST({v} AS STRING), ''), CAST(0 AS BIGINT), "
         "(h, c) -> pmod(h * 31 + IF(c = '', 0, ascii(c)), 4294967296), "
@@ -80,24 +80,24 @@ def _hash_code(args: list[exp.Expr]) -> exp.Expr:
 
 def _split_index(args: list[exp.Expr]) -> exp.Expr:
     text, delimiter, index = args
-    return _parse("IF({i} < 0, NULL, try_element_at(split({s}, concat('\\\\Q', {d}, '\\\\E')), {i} + 1))",
+    return spark_template("IF({i} < 0, NULL, try_element_at(split({s}, concat('\\\\Q', {d}, '\\\\E')), {i} + 1))",
                   s=text, d=delimiter, i=index)
 
 
 def _rand_integer(args: list[exp.Expr]) -> exp.Expr:
     if len(args) == 2:
-        return _parse("CAST(floor(rand({seed}) * {n}) AS INT)", seed=args[0], n=args[1])
-    return _parse("CAST(floor(rand() * {n}) AS INT)", n=args[0])
+        return spark_template("CAST(floor(rand({seed}) * {n}) AS INT)", seed=args[0], n=args[1])
+    return spark_template("CAST(floor(rand() * {n}) AS INT)", n=args[0])
 
 
 def _element(args: list[exp.Expr]) -> exp.Expr:
-    return _parse("IF(size({a}) > 1, raise_error('ELEMENT: the array has more than one element'), "
+    return spark_template("IF(size({a}) > 1, raise_error('ELEMENT: the array has more than one element'), "
                   "try_element_at({a}, 1))", a=args[0])
 
 
 def _json_string(args: list[exp.Expr]) -> exp.Expr:
     """JSON_STRING(v): v as JSON text; NULL stays NULL (a JSON `null` is never written)."""
-    return _parse("CASE WHEN {v} IS NULL THEN NULL "
+    return spark_template("CASE WHEN {v} IS NULL THEN NULL "
                   "ELSE regexp_extract(to_json(named_struct('v', {v})), '^\\\\{{\"v\":(.*)\\\\}}$', 1) END", v=args[0])
 
 
@@ -107,12 +107,12 @@ def _json_array(args: list[exp.Expr]) -> exp.Expr:
         return _string("[]")
     texts = {f"a{i}": _json_string([arg]) for i, arg in enumerate(args)}  # each element's JSON: types may mix
     elements = ", ".join(f"{{{name}}}" for name in texts)
-    return _parse(f"concat('[', array_join(filter(array({elements}), x -> x IS NOT NULL), ','), ']')", **texts)
+    return spark_template(f"concat('[', array_join(filter(array({elements}), x -> x IS NOT NULL), ','), ']')", **texts)
 
 
 def _collect(args: list[exp.Expr]) -> exp.Expr:
     """COLLECT(v): the MULTISET of the non-NULL values, held as MAP<value, count> (values.py)."""
-    return _parse("map_from_entries(transform(array_distinct(collect_list({v})), "
+    return spark_template("map_from_entries(transform(array_distinct(collect_list({v})), "
                   "e -> struct(e, size(filter(collect_list({v}), x -> x = e)))))", v=args[0])
 
 
@@ -125,7 +125,7 @@ def _json_scalar(args: list[exp.Expr]) -> exp.Expr:
     """JSON_VALUE(s, path): the scalar at path, NULL where it is an object or an array (Spark's
     get_json_object returns those as JSON text). The value is computed once (a one-element lambda)."""
     _two_arguments("JSON_VALUE", args)
-    return _parse("try_element_at(transform(array(get_json_object({s}, {p})), __sl_j -> "
+    return spark_template("try_element_at(transform(array(get_json_object({s}, {p})), __sl_j -> "
                   "IF(json_array_length(__sl_j) IS NULL AND json_object_keys(__sl_j) IS NULL, __sl_j, NULL)), 1)",
                   s=args[0], p=args[1])
 
@@ -133,14 +133,14 @@ def _json_scalar(args: list[exp.Expr]) -> exp.Expr:
 def _json_query(args: list[exp.Expr]) -> exp.Expr:
     """JSON_QUERY(s, path): the object or array at path (compact JSON), NULL where it is a scalar."""
     _two_arguments("JSON_QUERY", args)
-    return _parse("try_element_at(transform(array(get_json_object({s}, {p})), __sl_j -> "
+    return spark_template("try_element_at(transform(array(get_json_object({s}, {p})), __sl_j -> "
                   "IF(json_array_length(__sl_j) IS NULL AND json_object_keys(__sl_j) IS NULL, NULL, __sl_j)), 1)",
                   s=args[0], p=args[1])
 
 
 def _convert_tz(args: list[exp.Expr]) -> exp.Expr:
     text, source, target = args
-    return _parse("date_format(convert_timezone({f}, {t}, to_timestamp_ntz({s})), 'yyyy-MM-dd HH:mm:ss')",
+    return spark_template("date_format(convert_timezone({f}, {t}, to_timestamp_ntz({s})), 'yyyy-MM-dd HH:mm:ss')",
                   s=text, f=source, t=target)
 
 
@@ -148,7 +148,7 @@ def _map_union(args: list[exp.Expr]) -> exp.Expr:
     """MAP_UNION(m1, m2, ...): later maps win on equal keys (Spark's map_concat refuses duplicates)."""
     merged = args[0]
     for other in args[1:]:
-        merged = _parse("map_concat(map_filter({a}, (k, v) -> NOT array_contains(map_keys({b}), k)), {b})",
+        merged = spark_template("map_concat(map_filter({a}, (k, v) -> NOT array_contains(map_keys({b}), k)), {b})",
                         a=merged, b=other)
     return merged
 
@@ -159,7 +159,7 @@ def _regexp_like(args: list[exp.Expr]) -> exp.Expr:
 
 def _matches(pattern: str) -> Builder:
     escaped = pattern.replace("{", "{{").replace("}", "}}")  # (a str.format template)
-    return lambda args: _parse(f"coalesce({{s}} RLIKE '{escaped}', false)", s=args[0])
+    return lambda args: spark_template(f"coalesce({{s}} RLIKE '{escaped}', false)", s=args[0])
 
 
 def _sha(bits: int) -> Builder:
@@ -212,7 +212,7 @@ FUNCTIONS: dict[str, Fn] = {
     # conditional
     "NULLIF": NATIVE, "COALESCE": NATIVE, "IF": NATIVE, "IFNULL": NATIVE,
     "IS_ALPHA": Fn(build=_matches("^\\\\p{L}+$")), "IS_DIGIT": Fn(build=_matches("^\\\\p{Nd}+$")),
-    "IS_DECIMAL": Fn(build=lambda a: _parse("coalesce(try_cast({s} AS DOUBLE) IS NOT NULL, false)", s=a[0])),
+    "IS_DECIMAL": Fn(build=lambda a: spark_template("coalesce(try_cast({s} AS DOUBLE) IS NOT NULL, false)", s=a[0])),
     "GREATEST": NATIVE, "LEAST": NATIVE,
     # conversion
     "CAST": NATIVE, "TRY_CAST": NATIVE, "TYPEOF": _unsupported("TYPEOF (Spark's type names are not Flink's)"),
@@ -230,7 +230,7 @@ FUNCTIONS: dict[str, Fn] = {
     "JSON_ARRAY": Fn(build=_json_array),
     "JSON_ARRAYAGG": Fn(build=lambda a: _call("to_json", _call("collect_list", a[0]))),
     "JSON_QUOTE": Fn(build=_json_string),
-    "JSON_UNQUOTE": Fn(build=lambda a: _parse("get_json_object(concat('{{\"v\":', {s}, '}}'), '$.v')", s=a[0])),
+    "JSON_UNQUOTE": Fn(build=lambda a: spark_template("get_json_object(concat('{{\"v\":', {s}, '}}'), '$.v')", s=a[0])),
     # value construction and access
     "ROW": Fn(spark="struct"), "ARRAY": NATIVE, "MAP": NATIVE,
     # grouping
@@ -297,14 +297,14 @@ def _regexp_extract(node: exp.RegexpExtract) -> exp.Expr:
     """REGEXP_EXTRACT(s, p[, group]): NULL when p does not match (Spark gives ''). Flink's third argument
     is the group (sqlglot reads it as `position`); its default is 0, the whole match."""
     group = node.args.get("group") or node.args.get("position") or _number(0)
-    return _parse("CASE WHEN {s} RLIKE {p} THEN regexp_extract({s}, {p}, {g}) END",
+    return spark_template("CASE WHEN {s} RLIKE {p} THEN regexp_extract({s}, {p}, {g}) END",
                   s=node.this, p=node.expression, g=group)
 
 
 def _initcap(node: exp.Initcap) -> exp.Expr:
     """INITCAP(s), Flink's (Calcite's) rule: a word is a run of ASCII letters and digits; its first
     letter is upper-cased, the others lower-cased; every other character is left as it is."""
-    return _parse(
+    return spark_template(
         "array_join(transform(split({s}, ''), (c, i) -> CASE "
         "WHEN i > 0 AND element_at(split({s}, ''), i) RLIKE '^[A-Za-z0-9]$' "
         "THEN IF(c RLIKE '^[A-Z]$', lower(c), c) "
@@ -331,8 +331,8 @@ def _array_slice(node: exp.ArraySlice) -> exp.Expr:
     start = node.args.get("start") or _number(1)
     end = node.args.get("end")
     if end is None:
-        return _parse("slice({a}, {s}, greatest(size({a}) - {s} + 1, 0))", a=node.this, s=start)
-    return _parse("slice({a}, {s}, greatest({e} - {s} + 1, 0))", a=node.this, s=start, e=end)
+        return spark_template("slice({a}, {s}, greatest(size({a}) - {s} + 1, 0))", a=node.this, s=start)
+    return spark_template("slice({a}, {s}, greatest({e} - {s} + 1, 0))", a=node.this, s=start, e=end)
 
 
 def _array_sort(node: exp.ArraySort) -> exp.Expr:

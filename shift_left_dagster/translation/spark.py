@@ -21,7 +21,13 @@ from sqlglot.errors import ErrorLevel, UnsupportedError
 from shift_left_dagster.project.dialect import OptionsHint, TableArgument
 from shift_left_dagster.project.parsing import FLINK
 from shift_left_dagster.translation.columns import OFFSET, OP, ROWTIME
-from shift_left_dagster.translation.functions import FUNCTIONS, UnknownFunction, translate_call, translate_typed
+from shift_left_dagster.translation.functions import (
+    FUNCTIONS,
+    UnknownFunction,
+    spark_template,
+    translate_call,
+    translate_typed,
+)
 
 # Hidden columns a stateless (incremental) query carries from each input record to its output row.
 HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ = "__sl_op", "__sl_rowtime", "__sl_seq"
@@ -546,6 +552,8 @@ def _rewrite_node(node: exp.Expr, precisions: Mapping[str, int]) -> exp.Expr:
         return _rewrite_function(node)
     if isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.TEXT:
         return _cast_to_string(node, precisions)
+    if isinstance(node, exp.Cast) and node.to.this in _PARSED_FROM_STRING:
+        return _cast_from_string(node)
     if isinstance(node, exp.Column) and not node.table and not node.this.quoted \
             and node.name.upper() in ("LOCALTIMESTAMP", "LOCALTIME", "CURRENT_TIME"):
         if node.name.upper() != "LOCALTIMESTAMP":
@@ -618,6 +626,34 @@ def _cast_to_string(node: exp.Cast, precisions: Mapping[str, int]) -> exp.Expr:
         exp.If(this=exp.In(this=kind.copy(), expressions=[exp.Literal.string("timestamp"),
                                                            exp.Literal.string("timestamp_ntz")]), true=timestamp),
     ], default=node.copy())
+
+
+_INTEGERS = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT, exp.DataType.Type.BIGINT}
+_PARSED_FROM_STRING = _INTEGERS | {exp.DataType.Type.DATE}
+# A Flink integer: spaces around, a sign, digits, and a fraction Flink checks and drops ('.5' is 0).
+_INTEGER = r"^ *[+-]?([0-9]+([.][0-9]*)?|[.][0-9]*) *$"
+# A Flink date, whitespace trimmed and cut at a space: a year of up to 4 digits, a month, a day.
+_DATE = r"^[0-9][0-9]?[0-9]?[0-9]?(-[0-9][0-9]?)?(-[0-9][0-9]?)?$"
+
+
+def _cast_from_string(node: exp.Cast) -> exp.Expr:
+    """CAST of a STRING to an integer type or DATE, parsed as Flink parses it: a decimal string
+    truncated to its integer ('-3.9' is -3), a year or a year-month read as their first day ('42' is
+    0042-01-01, '2026-3' is 2026-03-01), a timestamp read as its date. What Flink can not parse is
+    NULL for TRY_CAST; CAST leaves it to Spark's cast, which fails on it as Flink does. Spark's type
+    of x picks the branch when it analyses the query (typeof folds away)."""
+    operand, kind = node.this, node.to
+    if kind.this in _INTEGERS:  # sign and integer digits, a 0 between: '-.5' is -0
+        parsed = spark_template(f"CASE WHEN regexp_like({{s}}, '{_INTEGER}') THEN regexp_replace("
+                                f"regexp_extract({{s}}, '^ *([+-]?[0-9]*)', 1), '^([+-]?)', '$10') END", s=operand)
+    else:  # the year padded to 4 digits, as Spark's cast reads it
+        head = spark_template(r"regexp_extract(regexp_replace({s}, '^\\s+|\\s+$', ''), '^[^ ]*', 0)", s=operand)
+        parsed = spark_template(f"CASE WHEN regexp_like({{d}}, '{_DATE}') THEN concat(repeat('0', "
+                                f"4 - length(regexp_extract({{d}}, '^[0-9]+', 0))), {{d}}) END", d=head)
+    lax = exp.TryCast(this=parsed, to=kind.copy(), safe=True)
+    value = lax if isinstance(node, exp.TryCast) else exp.Coalesce(this=lax, expressions=[node.copy()])
+    return exp.If(this=exp.EQ(this=exp.Anonymous(this="typeof", expressions=[operand.copy()]),
+                              expression=exp.Literal.string("string")), true=value, false=node.copy())
 
 
 _MONTHS_IN = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}
