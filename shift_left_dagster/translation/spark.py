@@ -629,11 +629,16 @@ def _cast_to_string(node: exp.Cast, precisions: Mapping[str, int]) -> exp.Expr:
 
 
 _INTEGERS = {exp.DataType.Type.TINYINT, exp.DataType.Type.SMALLINT, exp.DataType.Type.INT, exp.DataType.Type.BIGINT}
-_PARSED_FROM_STRING = _INTEGERS | {exp.DataType.Type.DATE}
+_PARSED_FROM_STRING = _INTEGERS | {exp.DataType.Type.DATE, exp.DataType.Type.DECIMAL}
 # A Flink integer: spaces around, a sign, digits, and a fraction Flink checks and drops ('.5' is 0).
 _INTEGER = r"^ *[+-]?([0-9]+([.][0-9]*)?|[.][0-9]*) *$"
 # A Flink date, whitespace trimmed and cut at a space: a year of up to 4 digits, a month, a day.
 _DATE = r"^[0-9][0-9]?[0-9]?[0-9]?(-[0-9][0-9]?)?(-[0-9][0-9]?)?$"
+# A Flink decimal of up to 18 digits from up to 18 characters: blanks around, a sign, digits with a
+# point, an exponent; its parser reads the character that ends the digits (or the exponent's) without
+# checking it, so '1x' is 1 and 'x' is 0. Groups: integer digits, fraction digits, exponent.
+_FAST_DECIMAL = r"^[ \n\t]*[+-]?([0-9]*)(?:[.]([0-9]*))?(?:[eE]([+-]?[0-9]*)[^0-9]?|[^eE0-9.])?[ \n\t]*$"
+_FAST_DIGITS = 18
 
 
 def _cast_from_string(node: exp.Cast) -> exp.Expr:
@@ -646,6 +651,11 @@ def _cast_from_string(node: exp.Cast) -> exp.Expr:
     if kind.this in _INTEGERS:  # sign and integer digits, a 0 between: '-.5' is -0
         parsed = spark_template(f"CASE WHEN regexp_like({{s}}, '{_INTEGER}') THEN regexp_replace("
                                 f"regexp_extract({{s}}, '^ *([+-]?[0-9]*)', 1), '^([+-]?)', '$10') END", s=operand)
+    elif kind.this == exp.DataType.Type.DECIMAL:
+        precision, scale = [int(p.name) for p in kind.expressions] + [10, 0][len(kind.expressions):]
+        if precision > _FAST_DIGITS:  # Flink parses it as Java's BigDecimal does, as Spark's cast
+            return node
+        parsed = _fast_decimal(operand, precision, scale)
     else:  # the year padded to 4 digits, as Spark's cast reads it
         head = spark_template(r"regexp_extract(regexp_replace({s}, '^\\s+|\\s+$', ''), '^[^ ]*', 0)", s=operand)
         parsed = spark_template(f"CASE WHEN regexp_like({{d}}, '{_DATE}') THEN concat(repeat('0', "
@@ -654,6 +664,23 @@ def _cast_from_string(node: exp.Cast) -> exp.Expr:
     value = lax if isinstance(node, exp.TryCast) else exp.Coalesce(this=lax, expressions=[node.copy()])
     return exp.If(this=exp.EQ(this=exp.Anonymous(this="typeof", expressions=[operand.copy()]),
                               expression=exp.Literal.string("string")), true=value, false=node.copy())
+
+
+def _fast_decimal(operand: exp.Expr, precision: int, scale: int) -> exp.Expr:
+    """The number Flink's short-decimal parser reads in a string of up to 18 characters (NULL: none,
+    or more integer digits, leading zeros counted, than the precision leaves): digits, point and
+    exponent as a string Spark's cast reads, rounding half up as Flink does. A longer string is
+    Spark's cast, as Flink's BigDecimal parse."""
+    def group(n: int) -> str:
+        return f"regexp_extract({{s}}, '{_FAST_DECIMAL}', {n})"
+
+    exponent = f"coalesce(try_cast(nullif(nullif(nullif({group(3)}, ''), '+'), '-') AS INT), 0)"
+    return spark_template(
+        f"CASE WHEN octet_length({{s}}) > {_FAST_DIGITS} THEN {{s}} "
+        f"WHEN regexp_like({{s}}, '{_FAST_DECIMAL}') AND NOT regexp_like({{s}}, '^[ \\n\\t]*[+-]?$') "
+        f"AND NOT regexp_like({{s}}, '[eE][+-]$') AND length({group(1)}) + {exponent} + {scale} <= {precision} "
+        f"THEN concat(CASE WHEN regexp_like({{s}}, '^[ \\n\\t]*-') THEN '-' ELSE '' END, '0', {group(1)}, '.', "
+        f"{group(2)}, '0E', {exponent}) END", s=operand)
 
 
 _MONTHS_IN = {"MONTH": 1, "QUARTER": 3, "YEAR": 12}

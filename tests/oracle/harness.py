@@ -21,10 +21,6 @@ from tests.oracle.local import run_local
 # Cases the two engines do not agree on yet, each with the exact reason: case -> why. Each is an
 # xfail(strict=True) in the test, so it fails the day the two agree (then take it out of this list).
 KNOWN_DIFFERENCES: dict[str, str] = {
-    "decimal_from_malformed_string": "Flink's parser of a string into a DECIMAL of precision up to 18 skips "
-                                     "the first character that ends the number unread: TRY_CAST('x' AS "
-                                     "DECIMAL(10, 3)) is 0.000 and '1x' is 1.000 in Flink; the local engine, as "
-                                     "Flink's parser for larger precisions does, gives NULL for both",
 }
 
 
