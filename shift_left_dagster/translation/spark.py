@@ -674,7 +674,7 @@ def _fast_decimal(operand: exp.Expr, precision: int, scale: int) -> exp.Expr:
     def group(n: int) -> str:
         return f"regexp_extract({{s}}, '{_FAST_DECIMAL}', {n})"
 
-    exponent = f"coalesce(try_cast(nullif(nullif(nullif({group(3)}, ''), '+'), '-') AS INT), 0)"
+    exponent = f"coalesce(try_cast({group(3)} AS INT), 0)"  # none, or a sign alone: 0
     return spark_template(
         f"CASE WHEN octet_length({{s}}) > {_FAST_DIGITS} THEN {{s}} "
         f"WHEN regexp_like({{s}}, '{_FAST_DECIMAL}') AND NOT regexp_like({{s}}, '^[ \\n\\t]*[+-]?$') "
