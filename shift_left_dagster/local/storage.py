@@ -60,7 +60,7 @@ class TableLogs:
     def remove_unregistered(self) -> int:
         """Delete batch files no committed run names (a crash between writing and commit), temporary
         folders, and the folders left empty."""
-        registered = self.store.batch_files()
+        registered = self.store.kept_files()
         removed = 0
         for table_dir in [d for d in self.root.iterdir() if d.is_dir()]:
             for temporary in table_dir.glob(".tmp-*"):

@@ -73,11 +73,18 @@ class Batch(BaseModel):
 
     @property
     def files(self) -> list[str]:
-        """Its files, one per partition in `ranges` (in that order), beside its path: a file's folder
-        names the partition and its first offset (storage.py)."""
-        folder, name = self.path.rsplit("/", 1)
-        return [f"{folder}/{PARTITION}={p}/{BASE}={first}/{name}.parquet"
-                for p, (first, _end) in self.ranges.items()]
+        return batch_files(self.path, self.ranges)
+
+
+def batch_files(path: str, ranges: dict[int, tuple[int, int]]) -> list[str]:
+    """A batch's files, one per partition in `ranges` (in that order), beside its path: a file's folder
+    names the partition and its first offset (storage.py)."""
+    folder, name = path.rsplit("/", 1)
+    return [f"{folder}/{PARTITION}={p}/{BASE}={first}/{name}.parquet" for p, (first, _end) in ranges.items()]
+
+
+def _ranges(stored: str) -> dict[int, tuple[int, int]]:
+    return {int(k): (v[0], v[1]) for k, v in json.loads(stored).items()}
 
 
 class SourceProgress(BaseModel):
@@ -295,15 +302,13 @@ class Store:
         rows = self._all("SELECT id, table_uid, path, producer, rows, retractions, ranges FROM batches "
                          "WHERE table_uid = ? ORDER BY id", uid)
         return [Batch(id=i, table_uid=t, path=p, producer=pr, rows=n, retractions=r,
-                      ranges={int(k): tuple(v) for k, v in json.loads(g).items()})
+                      ranges=_ranges(g))
                 for i, t, p, pr, n, r, g in rows]
 
-    def batch_files(self) -> set[str]:
+    def kept_files(self) -> set[str]:
         """Files that must stay: registered batches', and merged ones' readers may still be using."""
-        registered = self._all("SELECT table_uid, path, ranges FROM batches")
-        files = {f for t, p, g in registered for f in Batch(table_uid=t, path=p, rows=0, retractions=0, ranges={
-            int(k): tuple(v) for k, v in json.loads(g).items()}).files}
-        return files | {r[0] for r in self._all("SELECT path FROM retired")}
+        registered = {f for p, g in self._all("SELECT path, ranges FROM batches") for f in batch_files(p, _ranges(g))}
+        return registered | {r[0] for r in self._all("SELECT path FROM retired")}
 
     # --- compaction (compaction.py) ----------------------------------------------------
 

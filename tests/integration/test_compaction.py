@@ -126,3 +126,22 @@ def test_merged_files_stay_for_readers_until_the_retention_passes(spark: SparkSe
     remove_retired(logs, POLICY)  # retention over
     assert files(tmp_path / "tables", table) == len(store.batches(table.uid)[0].ranges)
     store.close()
+
+
+def test_a_restart_deletes_what_no_committed_run_names(spark: SparkSession, tmp_path: Path) -> None:
+    store = Store(tmp_path / "service.db")
+    logs = TableLogs(tmp_path / "tables", spark, store)
+    table = table_def("crashed")
+    store.create_table(table)
+    kept = logs.write(table, spark.createDataFrame([(1, "a", START, INSERT), (2, "b", START, INSERT)], SCHEMA), "p")
+    assert kept is not None
+    store.append_batches([kept])
+    lost = logs.write(table, spark.createDataFrame([(3, "c", START, INSERT), (4, "d", START, INSERT)], SCHEMA), "p")
+    assert lost is not None  # written, never committed: a crash before the run's commit
+    (tmp_path / "tables" / table.uid / ".tmp-b-interrupted").mkdir()
+    assert logs.remove_unregistered() == len(lost.files) + 1
+    left = sorted(str(f.relative_to(tmp_path)) for f in (tmp_path / "tables").rglob("*") if f.is_file())
+    assert left == sorted(kept.files)
+    assert not [d for d in (tmp_path / "tables" / table.uid).rglob("*") if d.is_dir() and not any(d.iterdir())]
+    assert sorted(r[2] for r in records(logs, table)) == [1, 2]
+    store.close()
