@@ -42,6 +42,7 @@ class SinkConfig(BaseModel):
 
 class SinkReader(Protocol):
     ignore_columns: list[str]
+    separates_stretches: bool  # can tell the rows each code version wrote apart (by offset)
 
     def snapshot(self) -> AbstractContextManager[None]:
         """Reads inside see one consistent state (a statement's progress with the data it wrote)."""
@@ -70,6 +71,7 @@ class LocalSinkReader:
     """The local service's table logs and statement progress (read-only)."""
 
     ignore_columns: list[str] = []
+    separates_stretches = True
 
     def __init__(self, data: LocalData) -> None:
         self.data = data
@@ -113,6 +115,8 @@ class FilesSinkReader:
     Reconciliation runs the deployed DML over the parents' landed rows: exact
     once the statement has caught up with them (files carry no offsets).
     """
+
+    separates_stretches = False  # landed files carry no offsets
 
     def __init__(self, spark: SparkSession, config: SinkConfig) -> None:
         if not config.path_template or "{table}" not in config.path_template:

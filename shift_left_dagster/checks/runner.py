@@ -54,8 +54,9 @@ from shift_left_dagster.checks.readers import SinkReader
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.confluent.errors import ConfluentError, NotFound
 from shift_left_dagster.confluent.models import Phase, Statement
-from shift_left_dagster.deploy.live import TABLE_LABEL
+from shift_left_dagster.deploy.live import CODE_VERSION_LABEL, TABLE_LABEL
 from shift_left_dagster.deploy.naming import statement_name
+from shift_left_dagster.deploy.stretches import split
 from shift_left_dagster.project.inventory import FlinkTable
 
 _EPOCH = datetime.fromtimestamp(0, UTC)
@@ -163,12 +164,24 @@ def _verdict(check: CheckName | DataTest, table: FlinkTable, sink: str, reader: 
         return (False, "no DML statement of this table was found: nothing to reconcile against", {}), Severity.ERROR
     if check == CheckName.UNIQUE_PRIMARY_KEY:
         verdict = rules.unique_primary_key(reader.live_records(sink), table.primary_key, samples)
-    else:
-        assert statement is not None
+    elif statement is not None:
+        earlier, _ = split(statement.spec.statement or "")
+        if earlier and not reader.separates_stretches:
+            return (False, f"not evaluated: the sink holds rows of {len(earlier)} earlier code version(s) (in-place "
+                           "replacements) and this reader can not tell them apart by offset", {
+                               "code_stretches": len(earlier) + 1}), Severity.WARN
         declared = {c.name: c.type for c in table.ddl.columns} if table.ddl else None
         verdict = rules.reconcile(reader.expected(table, sink, statement), reader.rows(sink), table.primary_key,
                                   samples, declared)
+        if earlier:
+            versions = [s.code_version or "unknown" for s in earlier] + [_code_version(statement)]
+            verdict = (verdict[0], f"{verdict[1]}; {len(versions)} code versions, each stretch recomputed with the "
+                                   "SQL that wrote it", {**verdict[2], "code_stretches": versions})
     return _judged(verdict, reader, statement, waited)
+
+
+def _code_version(statement: Statement) -> str:
+    return (statement.metadata.labels or {}).get(CODE_VERSION_LABEL, "unknown") if statement.metadata else "unknown"
 
 
 def _judged(verdict: rules.Verdict, reader: SinkReader, statement: Statement | None,

@@ -35,6 +35,7 @@ from shift_left_dagster.confluent.errors import (
     RateLimited,
     ServerError,
     StatementFailed,
+    Stopped,
     TimeoutWaiting,
     WrongService,
 )
@@ -214,6 +215,8 @@ class ConfluentClient:
         self._checked_services: set[str] = set()  # base URLs whose health named our data folder
         self._sleep = sleep
         self._clock = clock
+        # Asked before each pause of a wait; True gives the wait up with Stopped (an executor that stops).
+        self.should_stop: Callable[[], bool] = _never
         self._rng = rng or random.Random()
 
     @classmethod
@@ -620,6 +623,8 @@ class ConfluentClient:
             current = fetch()
             if done(current):
                 return current
+            if self.should_stop():
+                raise Stopped(subject, wanted)
             remaining = deadline - self._clock()
             if remaining <= 0:
                 raise TimeoutWaiting(subject, wanted, describe(current), timeout)
@@ -713,6 +718,10 @@ class ConfluentClient:
     def _backoff(self, attempt: int) -> float:
         policy = self.settings.retry
         return self._rng.uniform(0, min(policy.backoff_cap, policy.backoff_base * 2 ** (attempt - 1)))
+
+
+def _never() -> bool:
+    return False
 
 
 def _seg(value: str) -> str:

@@ -127,6 +127,15 @@ class ProvisioningFailed(ConfluentError):
         super().__init__(f"compute pool {display_name} ({pool_id}) FAILED to provision")
 
 
+class Stopped(RuntimeError):
+    """A wait was given up because its caller asked to stop (a terminated run, Ctrl-C): not a failure
+    of the service, so not a ConfluentError."""
+
+    def __init__(self, subject: str, wanted: str) -> None:
+        self.subject, self.wanted = subject, wanted
+        super().__init__(f"stopped while waiting for {subject} to reach {wanted}")
+
+
 class TimeoutWaiting(ConfluentError):
     """A wait loop ran out of time; says what it waited for and what it last saw."""
 

@@ -13,8 +13,9 @@ from datetime import UTC, datetime, timedelta
 from sqlglot import exp
 
 from shift_left_dagster.deploy.live import LiveState
-from shift_left_dagster.deploy.plan import RECREATING, Action, DeploymentPlan, Planner, PlanOptions, PlanStep, link
+from shift_left_dagster.deploy.plan import DeploymentPlan, Planner, PlanOptions, finish
 from shift_left_dagster.deploy.rewrite import with_source_options
+from shift_left_dagster.deploy.steps import RECREATING, Action, PlanKind
 from shift_left_dagster.project.analysis import StateForm, source_tables
 from shift_left_dagster.project.dialect import TableArgument
 from shift_left_dagster.project.graph import ProjectGraph
@@ -124,16 +125,16 @@ def partial_history_loss(graph: ProjectGraph, plan: DeploymentPlan, first_start:
 
 def plan_backfill(graph: ProjectGraph, tables: list[str], start: datetime, end: datetime,
                   live: LiveState, options: PlanOptions) -> DeploymentPlan:
-    """BACKFILL steps rebuilding [start, end) of each table, in graph order (refused where unsafe)."""
+    """BACKFILL steps rebuilding [start, end) of each table, in graph order: refused where unsafe, and
+    where a table is not deployed (a window of a table that does not run would be all it holds)."""
     ordered = graph.sorted_subset(tables)
     refusals = [r for r in (backfill_refusal(graph.tables[t]) for t in ordered) if r]
+    planner = Planner(graph, live, options)
+    refusals += [f"{t} is not deployed on {options.environment} ({planner.state(t).value}): deploy it first "
+                 f"(shift-left-dagster deploy {t}, or materialise a range that reaches the open partition)"
+                 for t in ordered if not planner.state(t).deployed]
     if refusals:
         raise BackfillRefused("; ".join(refusals))
-    planner = Planner(graph, live, options)
-    steps: list[PlanStep] = []
-    for name in ordered:
-        step = planner.table_step(len(steps), name, Action.BACKFILL,
-                                  f"rebuild [{start:%Y-%m-%d %H:%M}, {end:%Y-%m-%d %H:%M}) by event time")
-        steps.append(step.model_copy(update={"start_at": start, "end_at": end, "validate_first": False,
-                                             "carry_offsets": False}))
-    return DeploymentPlan(kind="backfill", targets=ordered, options=options, steps=link(graph, steps))
+    window = f"rebuild [{start:%Y-%m-%d %H:%M}, {end:%Y-%m-%d %H:%M}) by event time"
+    steps = [planner.table_step(name, Action.BACKFILL, window, start_at=start, end_at=end) for name in ordered]
+    return finish(planner, PlanKind.BACKFILL, ordered, steps)

@@ -9,13 +9,17 @@ files are not rewritten.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 from shift_left_dagster.deploy.changes import Category, TableChange
 from shift_left_dagster.deploy.live import LiveState
 from shift_left_dagster.deploy.naming import statement_name, versioned_name
-from shift_left_dagster.deploy.plan import Action, DeploymentPlan, PlanError, Planner, PlanOptions, PlanStep, link
+from shift_left_dagster.deploy.plan import DeploymentPlan, PlanError, Planner, PlanOptions, finish
 from shift_left_dagster.deploy.rewrite import rename_tables
+from shift_left_dagster.deploy.steps import Action, PlanKind, PlanStep, RetireStep
+from shift_left_dagster.deploy.undeploy import undeploy_plan
 from shift_left_dagster.project.analysis import StateForm
 from shift_left_dagster.project.graph import ProjectGraph
 
@@ -95,7 +99,8 @@ def versioned_sql(sql: str, physical: dict[str, str]) -> str:
 def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState,
                 options: PlanOptions) -> DeploymentPlan:
     """One deployment plan for a commit range: new versions beside the serving ones (parents first),
-    in-place replacements from offsets (DDL first), then an ordinary plan for added tables."""
+    in-place replacements from offsets (DDL first), then an ordinary plan for added tables; the same
+    read validation and seeding as every plan (`finish`)."""
     broken = [graph.broken[c.table].reason for c in changes if c.table in graph.broken]
     if broken:  # a file that stopped parsing reads as a removed table: never undeploy on that
         raise PlanError([f"the commit leaves a table broken, fix it first: {reason}" for reason in broken])
@@ -109,7 +114,7 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
     for version in wanted.versions:
         if version.table not in deployed:
             continue  # never deployed: nothing to serve beside; an ordinary plan deploys it below
-        steps.append(planner.table_step(len(steps), version.table, Action.DEPLOY,
+        steps.append(planner.table_step(version.table, Action.DEPLOY,
                                         f"new version {version.version} beside the serving one: {version.reason}",
                                         version=version.version, physical=version.physical, reading=reading))
     ordinary = sorted({v.table for v in wanted.versions if v.table not in deployed} | set(wanted.added))
@@ -117,30 +122,36 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
         if change.table not in serving:
             ordinary.append(change.table)
             continue
-        step = planner.table_step(len(steps), change.table, Action.REPLACE_IN_PLACE,
-                                  f"compatible stateless change, replaced in place: {change.reason}",
-                                  version=serving[change.table], physical=change.physical)
-        step.alter_sql = [f"ALTER TABLE `{change.physical}` ADD (`{name}` {kind})"
-                          for name, kind in change.added_columns]
-        if step.alter_sql:
-            added = {name for name, _ in change.added_columns}
-            ddl = graph.tables[change.table].ddl
-            step.kept_columns = [c.name for c in (ddl.columns if ddl else []) if not c.computed and c.name not in added]
-        steps.append(step)
+        steps.append(_in_place_step(graph, planner, change, serving[change.table]))
     if ordinary:
-        planner.check_reads(ordinary)
         decisions = planner.decide(sorted(set(ordinary)))
         for table in graph.sorted_subset(list(decisions)):
             if table not in {s.table for s in steps}:
-                steps.append(planner.table_step(len(steps), table, *decisions[table]))
-    linked = link(graph, _ordered(graph, steps))
-    if wanted.removed:  # tables removed from git: undeployed unless something still reads them
-        from shift_left_dagster.deploy.undeploy import undeploy_plan
+                steps.append(planner.table_step(table, *decisions[table]))
+    plan = finish(planner, PlanKind.COMMIT, wanted.selection, _ordered(graph, steps))
+    if not wanted.removed:
+        return plan
+    # Tables whose folder left git: undeployed after the rest, unless something still reads them.
+    removal = undeploy_plan(graph, wanted.removed, live, options, strict=False).steps
+    first = len(plan.steps)
+    tail = [s.model_copy(update={"index": first + i, "depends_on": [first + i - 1] if first + i else []})
+            for i, s in enumerate(removal)]
+    return plan.model_copy(update={"steps": [*plan.steps, *tail]})
 
-        for step in undeploy_plan(graph, wanted.removed, live, options, strict=False).steps:
-            linked.append(step.model_copy(update={"index": len(linked), "depends_on": [len(linked) - 1] if linked
-                                                  else []}))
-    return DeploymentPlan(kind="commit", targets=wanted.selection, options=options, steps=linked)
+
+def _in_place_step(graph: ProjectGraph, planner: Planner, change: InPlaceChange, version: int) -> PlanStep:
+    """A compatible stateless change replaced in place: nullable columns added first (ALTER), the
+    statement swapped from its offsets; the old statement writes only the columns it knew."""
+    step = planner.table_step(change.table, Action.REPLACE_IN_PLACE,
+                              f"compatible stateless change, replaced in place: {change.reason}",
+                              version=version, physical=change.physical)
+    alter = [f"ALTER TABLE `{change.physical}` ADD (`{name}` {kind})" for name, kind in change.added_columns]
+    if not alter:
+        return step
+    added = {name for name, _ in change.added_columns}
+    ddl = graph.tables[change.table].ddl
+    kept = [c.name for c in (ddl.columns if ddl else []) if not c.computed and c.name not in added]
+    return step.model_copy(update={"alter_sql": alter, "kept_columns": kept})
 
 
 def promote_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions,
@@ -149,7 +160,7 @@ def promote_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions,
     candidates, serving = live.candidate_versions(), live.serving_versions()
     chosen = [t for t in sorted(tables or candidates) if t in candidates]
     steps = [_retire_step(graph, options, Action.PROMOTE, t, serving[t], candidates[t], live) for t in chosen]
-    return DeploymentPlan(kind="promote", targets=chosen, options=options,
+    return DeploymentPlan(kind=PlanKind.PROMOTE, targets=chosen, options=options,
                           steps=[s.model_copy(update={"index": i}) for i, s in enumerate(steps)])
 
 
@@ -161,17 +172,18 @@ def rollback_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions,
     ordered = list(reversed(graph.sorted_subset([t for t in chosen if t in graph.tables])))
     ordered += [t for t in chosen if t not in graph.tables]
     steps = [_retire_step(graph, options, Action.ROLLBACK, t, candidates[t], candidates[t], live) for t in ordered]
-    return DeploymentPlan(kind="rollback", targets=chosen, options=options,
+    return DeploymentPlan(kind=PlanKind.ROLLBACK, targets=chosen, options=options,
                           steps=[s.model_copy(update={"index": i, "depends_on": [i - 1] if i else []})
                                  for i, s in enumerate(steps)])
 
 
-def _retire_step(graph: ProjectGraph, options: PlanOptions, action: Action, table: str, retired: int,
-                 candidate: int, live: LiveState) -> PlanStep:
+def _retire_step(graph: ProjectGraph, options: PlanOptions, action: Literal[Action.PROMOTE, Action.ROLLBACK],
+                 table: str, retired: int,
+                 candidate: int, live: LiveState) -> RetireStep:
     physical = versioned_name(table, retired)
     product = graph.tables[table].product if table in graph.tables else None
     verb = "promoted" if action == Action.PROMOTE else "rolled back"
-    return PlanStep(index=0, action=action, table=table, product=product, version=candidate,
+    return RetireStep(action=action, table=table, product=product, version=candidate,
                     physical_table=physical, drop_table=action == Action.ROLLBACK,
                     drop_statement=statement_name(options.environment, product, "drop", physical),
                     retire=[s.name for s in live.statements_of(table, retired)],

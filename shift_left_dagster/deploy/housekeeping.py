@@ -20,7 +20,8 @@ import re
 
 from shift_left_dagster.deploy.live import LiveState, LiveStatement, StatementKind
 from shift_left_dagster.deploy.naming import statement_name, versioned_name
-from shift_left_dagster.deploy.plan import Action, DeploymentPlan, PlanOptions, PlanStep
+from shift_left_dagster.deploy.plan import DeploymentPlan, PlanOptions
+from shift_left_dagster.deploy.steps import Action, PlanKind, RetireStep
 from shift_left_dagster.deploy.undeploy import readers
 from shift_left_dagster.project.graph import ProjectGraph
 
@@ -30,11 +31,11 @@ _VERSIONED = re.compile(r"^(?P<table>.+?)_v(?P<version>\d+)$")
 def housekeeping_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions) -> DeploymentPlan:
     """One UNDEPLOY step per statement or table to remove, statements first, in name order."""
     serving, candidates = live.serving_versions(), live.candidate_versions()
-    steps: list[PlanStep] = []
+    steps: list[RetireStep] = []
     for statement in sorted(live.statements.values(), key=lambda s: s.name):
         why = _needless(statement, serving, candidates)
         if why and statement.table:
-            steps.append(PlanStep(index=len(steps), action=Action.UNDEPLOY, table=statement.table,
+            steps.append(RetireStep(action=Action.UNDEPLOY, table=statement.table,
                                   product=_product(graph, statement.table), version=statement.version,
                                   retire=[statement.name], reason=f"statement {statement.name} removed: {why}"))
     retiring = {name for step in steps for name in step.retire}
@@ -44,12 +45,12 @@ def housekeeping_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions
             continue
         product = _product(graph, table)
         leftovers = [s.name for s in live.statements_of(table, version) if s.name not in retiring]
-        steps.append(PlanStep(index=len(steps), action=Action.UNDEPLOY, table=table, product=product,
+        steps.append(RetireStep(action=Action.UNDEPLOY, table=table, product=product,
                               version=version, physical_table=physical, retire=leftovers, drop_table=True,
                               drop_statement=statement_name(options.environment, product, "drop", physical),
                               reason=f"table {physical} dropped: version {serving[table]} serves and no "
                                      f"statement reads it"))
-    return DeploymentPlan(kind="housekeeping", targets=sorted({s.table for s in steps if s.table}), options=options,
+    return DeploymentPlan(kind=PlanKind.HOUSEKEEPING, targets=sorted({s.table for s in steps}), options=options,
                           steps=[s.model_copy(update={"index": i, "depends_on": [i - 1] if i else []})
                                  for i, s in enumerate(steps)])
 

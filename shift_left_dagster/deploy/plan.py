@@ -24,15 +24,31 @@ from collections import deque
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
 
 from shift_left_dagster.deploy.live import LIVE_PHASES, LiveState, StatementKind
 from shift_left_dagster.deploy.naming import compute_pool_name, statement_name, versioned_name
 from shift_left_dagster.deploy.rewrite import rename_tables, with_schema_context
+from shift_left_dagster.deploy.steps import (
+    RECREATING,
+    Action,
+    BackfillStep,
+    CreatePoolStep,
+    DeployStep,
+    PlanKind,
+    PlanStep,
+    PoolRef,
+    ReplaceStep,
+    SeedStep,
+    SkipStep,
+    TableStep,
+)
 from shift_left_dagster.project.analysis import StateForm, tables_read
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable, TableType
 from shift_left_dagster.project.parsing import parse_one_statement
+
+STEP: TypeAdapter[PlanStep] = TypeAdapter(PlanStep)  # a step from its fields, its model chosen by its action
 
 
 class PlanError(ValueError):
@@ -41,35 +57,6 @@ class PlanError(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = problems
         super().__init__("\n".join(problems))
-
-
-class Action(StrEnum):
-    CREATE_POOL = "create_compute_pool"
-    SEED = "seed_raw_topic"  # local service: create a raw topic from the project's seeds/
-    DEPLOY = "deploy"  # (re)create the table, start the DML from earliest (or the range start)
-    RECREATE = "recreate"  # stop the DML, drop and recreate the table, reprocess from earliest
-    RESUME = "resume"  # a STOPPED statement with the same code: resumed from its latest offsets
-    REPLACE_DML = "replace_dml"  # dml-only: table kept, statement replaced (from offsets when stateless)
-    REPLACE_IN_PLACE = "replace_in_place"  # compatible stateless change: ALTER, swap from offsets, verify
-    BACKFILL = "backfill_window"  # a bounded statement over a window of event time
-    PROMOTE = "promote"  # a candidate version serves: the old version's statements are removed
-    ROLLBACK = "rollback"  # a candidate version is removed: statements, then its table
-    UNDEPLOY = "undeploy"  # a table's statements are removed, then its table (when nothing else reads it)
-    SKIP = "skip"
-
-
-# Actions after which a table's topic is new: its children must be recreated.
-RECREATING = frozenset({Action.DEPLOY, Action.RECREATE})
-
-
-class PoolRef(BaseModel):
-    """The compute pool a step runs in: an existing pool id, or one a CREATE_POOL step makes."""
-
-    id: str | None = None
-    create: str | None = None  # display name
-
-    def __str__(self) -> str:
-        return self.id or f"new pool {self.create}"
 
 
 class PlanOptions(BaseModel):
@@ -84,7 +71,7 @@ class PlanOptions(BaseModel):
     reject_topics_prefixes: list[str] = Field(default_factory=list)  # external names never accepted
     seeds: dict[str, str] = Field(default_factory=dict)  # raw topic -> seed file creating it (local service)
     schema_context: str | None = None  # app.schema_context: put in every DDL's registry format options
-
+    exclude: list[str] = Field(default_factory=list)  # tables this plan must never deploy (an asset's exclude)
 
     @property
     def physical_names(self) -> dict[str, str]:
@@ -92,40 +79,10 @@ class PlanOptions(BaseModel):
         return {table: versioned_name(table, version) for table, version in self.versions.items()}
 
 
-class PlanStep(BaseModel):
-    index: int
-    action: Action
-    reason: str
-    table: str | None = None  # logical name; None for pool and seed steps
-    product: str | None = None  # part of statement names
-    version: int = 1  # blue/green version the step deploys
-    physical_table: str | None = None  # the name deployed (a blue/green version)
-    ddl_statement: str | None = None
-    dml_statement: str | None = None
-    drop_statement: str | None = None
-    ddl_sql: str | None = None  # rendered once, physical names applied
-    dml_sql: str | None = None
-    alter_sql: list[str] = Field(default_factory=list)  # in-place: DDL changes (nullable columns added)
-    kept_columns: list[str] = Field(default_factory=list)  # in-place: the columns the table had before
-    pool: PoolRef | None = None
-    state_form: StateForm | None = None
-    code_version: str | None = None
-    start_at: datetime | None = None  # DML reads its sources from here (else earliest or carried offsets)
-    end_at: datetime | None = None  # BACKFILL: bounded end of the window
-    carry_offsets: bool = False  # start the new DML from the replaced one's latest offsets
-    validate_first: bool = False  # compile the new DML on the target before destroying anything
-    retire: list[str] = Field(default_factory=list)  # statements removed (PROMOTE, ROLLBACK, UNDEPLOY)
-    drop_table: bool = False  # the physical table is dropped once its statements are removed
-    seed_file: str | None = None
-    depends_on: list[int] = Field(default_factory=list)
-
-    @property
-    def touches_table(self) -> bool:
-        return self.table is not None and self.action != Action.SKIP
-
-
 class DeploymentPlan(BaseModel):
-    kind: str = "deploy"  # deploy | commit | backfill | promote | rollback
+    """The ordered steps of one deployment and what asked for them: printed, recorded, then executed."""
+
+    kind: PlanKind = PlanKind.DEPLOY
     targets: list[str]
     options: PlanOptions
     steps: list[PlanStep]
@@ -170,9 +127,51 @@ def build_plan(
         graph.require(target)
     planner = Planner(graph, live, options)
     decisions = planner.decide(wanted)
-    planner.check_reads([t for t, (action, _) in decisions.items() if action != Action.SKIP])
+    planner.check_excluded(decisions)
+    changed_ancestors = [t for t, (action, _) in decisions.items() if action == Action.SKIP
+                         and not planner.unchanged(t)]  # their new code must read sound names too
     planner.check_candidates([t for t, (action, _) in decisions.items() if action in RECREATING])
-    return DeploymentPlan(targets=wanted, options=options, steps=planner.steps(decisions))
+    steps = [planner.table_step(table, *decisions[table]) for table in graph.sorted_subset(list(decisions))]
+    return finish(planner, PlanKind.DEPLOY, wanted, steps, also_check=changed_ancestors)
+
+
+def finish(planner: Planner, kind: PlanKind, targets: list[str], steps: list[PlanStep],
+           also_check: list[str] | None = None) -> DeploymentPlan:
+    """The one way every entry point ends its plan: the names each step's DML reads validated (and
+    those of `also_check`), raw topics seeded first, pools created, dependencies linked."""
+    deploying = [s.table for s in steps if isinstance(s, DeployStep | ReplaceStep | BackfillStep)]
+    problems, seeded = read_problems(planner.graph, deploying + (also_check or []), planner.live, planner.options)
+    if problems:
+        raise PlanError(problems)
+    seeds: list[PlanStep] = [SeedStep(reason="raw topic missing: seeded", topic=topic,
+                                      seed_file=planner.options.seeds[topic])
+                             for topic in sorted(seeded - (planner.live.tables or set()))]
+    return DeploymentPlan(kind=kind, targets=targets, options=planner.options,
+                          steps=link(planner.graph, [*seeds, *steps], extra=list(range(len(seeds)))))
+
+
+def read_problems(graph: ProjectGraph, tables: list[str], live: LiveState,
+                  options: PlanOptions) -> tuple[list[str], set[str]]:
+    """Names the tables' DMLs read that are neither a project table, a table of the target, nor a raw
+    topic the plan seeds (each problem naming file:line), and the raw topics to seed. Names with a
+    rejected prefix are never accepted as external."""
+    problems: list[str] = []
+    seeded: set[str] = set()
+    for table in graph.sorted_subset(sorted(set(tables))):
+        for name in graph.external_sources[table]:
+            rejected = [p for p in options.reject_topics_prefixes if name.startswith(p)]
+            if rejected:
+                problem = (f"not a table of the project, and its prefix {rejected[0]!r} is in "
+                           "kafka.reject_topics_prefixes (a typo of a project table?)")
+            elif name in options.seeds:
+                seeded.add(name)
+                continue
+            elif live.tables is None or name in live.tables:
+                continue
+            else:
+                problem = f"not a table of the project nor a topic of environment {options.environment}"
+            problems.append(f"{_where(graph, graph.tables[table], name)}: {table} reads {name}: {problem}")
+    return problems, seeded
 
 
 class Planner:
@@ -180,7 +179,6 @@ class Planner:
 
     def __init__(self, graph: ProjectGraph, live: LiveState, options: PlanOptions):
         self.graph, self.live, self.options = graph, live, options
-        self.seeded: set[str] = set()
 
     # -- names and live state -----------------------------------------------------------------
 
@@ -306,18 +304,14 @@ class Planner:
             return Action.REPLACE_DML, "dml-only: table kept, stateful statement replaced from earliest (upserts)"
         return Action.REPLACE_DML, "dml-only: table kept, statement replaced from its latest offsets"
 
-    # -- names a DML reads --------------------------------------------------------------------
+    # -- refusals -----------------------------------------------------------------------------
 
-    def check_reads(self, tables: list[str]) -> None:
-        """Refuse a plan whose DML reads a name that is neither a project table, a table of the target,
-        nor a raw topic the plan seeds; names with a rejected prefix are never accepted as external."""
-        problems = []
-        for table in self.graph.sorted_subset(tables):
-            for name in self.graph.external_sources[table]:
-                problem = self.unknown_read(name)
-                if problem:
-                    info = self.graph.tables[table]
-                    problems.append(f"{_where(self.graph, info, name)}: {table} reads {name}: {problem}")
+    def check_excluded(self, decisions: dict[str, Decision]) -> None:
+        """Refuse a plan that would deploy a table its caller excludes (a dbt-style `exclude`)."""
+        excluded = set(self.options.exclude)
+        problems = [f"{table} is excluded here but the plan needs it: {reason} (deploy it from where it is "
+                    "selected first)" for table, (action, reason) in sorted(decisions.items())
+                    if table in excluded and action not in (Action.SKIP, Action.RESUME)]
         if problems:
             raise PlanError(problems)
 
@@ -335,18 +329,6 @@ class Planner:
                                     f"{table} ({statement.name}) reads it: promote or roll back the candidate first")
         if problems:
             raise PlanError(problems)
-
-    def unknown_read(self, name: str) -> str | None:
-        rejected = [p for p in self.options.reject_topics_prefixes if name.startswith(p)]
-        if rejected:
-            return (f"not a table of the project, and its prefix {rejected[0]!r} is in "
-                    "kafka.reject_topics_prefixes (a typo of a project table?)")
-        if name in self.options.seeds:
-            self.seeded.add(name)
-            return None
-        if self.live.tables is None or name in self.live.tables:
-            return None
-        return f"not a table of the project nor a topic of environment {self.options.environment}"
 
     # -- steps --------------------------------------------------------------------------------
 
@@ -370,59 +352,55 @@ class Planner:
             ddl = with_schema_context(ddl, self.options.schema_context)
         return ddl, render(info.dml_sql) if info.dml_sql else None
 
-    def table_step(self, index: int, table: str, action: Action, reason: str, *, version: int | None = None,
-                   physical: str | None = None, reading: dict[str, str] | None = None) -> PlanStep:
+    def table_step(self, table: str, action: Action, reason: str, *, version: int | None = None,
+                   physical: str | None = None, reading: dict[str, str] | None = None,
+                   start_at: datetime | None = None, end_at: datetime | None = None) -> PlanStep:
         """A step of `table`: by default its serving version (labels and names agree with it)."""
         info = self.graph.tables[table]
-        version = version if version is not None else self.options.versions.get(table, 1)
         physical = physical or self.physical(table)
         ddl, dml = self.names(table, physical)
-        step = PlanStep(index=index, action=action, reason=reason, table=table, product=info.product,
-                        version=version,
-                        physical_table=physical, ddl_statement=ddl, dml_statement=dml,
-                        drop_statement=statement_name(self.options.environment, info.product, "drop", physical),
-                        state_form=info.state_form, code_version=info.code_version)
-        if action == Action.SKIP:
-            return step
-        step.pool = self.pool_for(table)
-        if action in (Action.RESUME,):
-            return step
-        step.ddl_sql, step.dml_sql = self.rendered(table, reading or self.options.physical_names)
-        step.start_at = self.options.start_at if action in RECREATING else None
-        step.carry_offsets = action in (Action.REPLACE_DML, Action.REPLACE_IN_PLACE) and (
-            info.state_form != StateForm.STATEFUL)
-        step.validate_first = action != Action.DEPLOY or self.table_exists(physical) is not False
-        return step
-
-    def steps(self, decisions: dict[str, Decision]) -> list[PlanStep]:
-        steps: list[PlanStep] = []
-        for topic in sorted(self.seeded - (self.live.tables or set())):
-            steps.append(PlanStep(index=len(steps), action=Action.SEED, reason="raw topic missing: seeded",
-                                  physical_table=topic, seed_file=self.options.seeds[topic]))
-        seed_steps = [s.index for s in steps]
-        for table in self.graph.sorted_subset(list(decisions)):
-            action, reason = decisions[table]
-            steps.append(self.table_step(len(steps), table, action, reason))
-        return link(self.graph, steps, extra=seed_steps)
+        fields: dict[str, object] = dict(
+            action=action, reason=reason, table=table, product=info.product,
+            version=version if version is not None else self.options.versions.get(table, 1),
+            physical_table=physical, ddl_statement=ddl, dml_statement=dml,
+            drop_statement=statement_name(self.options.environment, info.product, "drop", physical),
+            state_form=info.state_form, code_version=info.code_version)
+        if action != Action.SKIP:
+            fields["pool"] = self.pool_for(table)
+        if action in (Action.SKIP, Action.RESUME):
+            return STEP.validate_python(fields)
+        ddl_sql, dml_sql = self.rendered(table, reading or self.options.physical_names)
+        if action in RECREATING:
+            fields.update(ddl_sql=ddl_sql, dml_sql=dml_sql, start_at=self.options.start_at,
+                          validate_first=action != Action.DEPLOY or self.table_exists(physical) is not False)
+        elif dml_sql is None:
+            raise PlanError([f"{info.ddl_path}: {action.value} of {table}, which has no DML"])
+        elif action == Action.BACKFILL:
+            fields.update(dml_sql=dml_sql, start_at=start_at, end_at=end_at)
+        else:
+            fields.update(dml_sql=dml_sql, carry_offsets=info.state_form != StateForm.STATEFUL)
+        return STEP.validate_python(fields)
 
 
 def link(graph: ProjectGraph, steps: list[PlanStep], extra: list[int] | None = None) -> list[PlanStep]:
-    """Pool steps for pools to create, and each step's dependencies: its parents' steps (and `extra`)."""
+    """Numbered steps, a pool step for each pool to create, and each step's dependencies: its parents'
+    steps (and `extra`, e.g. the seed steps, for every step that runs a statement)."""
     linked: list[PlanStep] = []
     pools: dict[str, int] = {}
     by_table: dict[str, int] = {}
     for step in steps:
-        if step.table is None:
+        if not isinstance(step, TableStep):
             linked.append(step.model_copy(update={"index": len(linked)}))
             continue
-        depends = [by_table[p] for p in graph.parents[step.table] if p in by_table]
-        depends += [i for i in extra or [] if step.action != Action.SKIP]
-        if step.pool is not None and step.pool.create:
-            if step.pool.create not in pools:
-                pools[step.pool.create] = len(linked)
-                linked.append(PlanStep(index=len(linked), action=Action.CREATE_POOL, pool=step.pool,
-                                       reason=f"no configured pool and none in use for {step.pool.create}"))
-            depends.append(pools[step.pool.create])
+        depends = [by_table[p] for p in graph.parents.get(step.table, []) if p in by_table]
+        depends += [i for i in extra or [] if not isinstance(step, SkipStep)]
+        pool = getattr(step, "pool", None)
+        if isinstance(pool, PoolRef) and pool.create:
+            if pool.create not in pools:
+                pools[pool.create] = len(linked)
+                linked.append(CreatePoolStep(index=len(linked), pool=pool,
+                                             reason=f"no configured pool and none in use for {pool.create}"))
+            depends.append(pools[pool.create])
         by_table[step.table] = len(linked)
         linked.append(step.model_copy(update={"index": len(linked), "depends_on": sorted(set(depends))}))
     return linked
@@ -446,7 +424,7 @@ def render_plan(plan: DeploymentPlan) -> str:
     """One line a step: the same text for terminals, run logs and reviews."""
     lines = [f"{plan.kind} plan for {', '.join(plan.targets) or '-'}: {len(plan.changes)} change(s)"]
     for step in plan.steps:
-        what = step.physical_table or step.table or (str(step.pool) if step.pool else "")
+        what = step.target
         after = f" after {','.join(map(str, step.depends_on))}" if step.depends_on else ""
         lines.append(f"{step.index:3d}. {step.action.value:22} {what:32} {step.reason}{after}")
     return "\n".join(lines)

@@ -40,13 +40,14 @@ def seed_raw_topics(client: ConfluentClient, seeds_dir: Path, only: set[str] | N
     """Seed every raw topic (of `only`, when given) that does not exist yet: SEED steps of a plan, run by
     the one executor. Idempotent."""
     from shift_left_dagster.deploy.executor import PlanExecutor
-    from shift_left_dagster.deploy.plan import Action, DeploymentPlan, PlanOptions, PlanStep
+    from shift_left_dagster.deploy.plan import DeploymentPlan, PlanOptions
+    from shift_left_dagster.deploy.steps import PlanKind, PlanStep, SeedStep
 
     existing = {topic.topic_name for topic in client.list_topics()}
     wanted = {t: f for t, f in seed_files(seeds_dir).items() if t not in existing and (only is None or t in only)}
-    steps = [PlanStep(index=i, action=Action.SEED, reason="raw topic missing: seeded", physical_table=t, seed_file=f)
+    steps: list[PlanStep] = [SeedStep(index=i, reason="raw topic missing: seeded", topic=t, seed_file=f)
              for i, (t, f) in enumerate(sorted(wanted.items()))]
-    plan = DeploymentPlan(kind="seed", targets=sorted(wanted), options=PlanOptions(), steps=steps)
+    plan = DeploymentPlan(kind=PlanKind.SEED, targets=sorted(wanted), options=PlanOptions(), steps=steps)
     for _ in PlanExecutor(client, timeout=timeout, seeds_root=seeds_dir).run(plan):
         pass
     return sorted(wanted)

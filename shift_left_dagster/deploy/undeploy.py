@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from shift_left_dagster.deploy.live import LIVE_PHASES, LiveState, StatementKind
 from shift_left_dagster.deploy.naming import statement_name, versioned_name
-from shift_left_dagster.deploy.plan import Action, DeploymentPlan, PlanError, PlanOptions, PlanStep
+from shift_left_dagster.deploy.plan import DeploymentPlan, PlanError, PlanOptions
+from shift_left_dagster.deploy.steps import Action, PlanKind, PlanStep, RetireStep, SkipStep
 from shift_left_dagster.project.analysis import tables_read
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement
@@ -47,20 +48,23 @@ def undeploy_plan(graph: ProjectGraph, tables: list[str], live: LiveState, optio
         statements = [s.name for s in live.statements_of(table, version)]
         product = graph.tables[table].product if table in graph.tables else None
         still_read = readers(live, physical, retiring)
-        step = PlanStep(index=len(steps), action=Action.UNDEPLOY, table=table, product=product, version=version,
-                        physical_table=physical, retire=statements, drop_table=True,
-                        drop_statement=statement_name(options.environment, product, "drop", physical),
-                        reason=f"undeployed: {len(statements)} statement(s) removed, then table {physical}")
+        kept = None
         if still_read:
-            problem = f"{table}: kept, table {physical} is read by {', '.join(still_read)}"
-            problems.append(problem)
-            step = step.model_copy(update={"action": Action.SKIP, "reason": problem, "retire": [],
-                                           "drop_table": False})
+            kept = f"{table}: kept, table {physical} is read by {', '.join(still_read)}"
+            problems.append(kept)
         elif not statements and live.tables is not None and physical not in live.tables:
-            step = step.model_copy(update={"action": Action.SKIP, "reason": "not deployed", "drop_table": False})
-        steps.append(step)
+            kept = "not deployed"
+        drop = statement_name(options.environment, product, "drop", physical)
+        if kept:
+            steps.append(SkipStep(table=table, product=product, version=version, physical_table=physical,
+                                  ddl_statement=statement_name(options.environment, product, "ddl", physical),
+                                  drop_statement=drop, reason=kept))
+            continue
+        steps.append(RetireStep(action=Action.UNDEPLOY, table=table, product=product, version=version,
+                                physical_table=physical, retire=statements, drop_table=True, drop_statement=drop,
+                                reason=f"undeployed: {len(statements)} statement(s) removed, then table {physical}"))
     if strict and problems:
         raise PlanError(problems)
-    return DeploymentPlan(kind="undeploy", targets=ordered, options=options,
+    return DeploymentPlan(kind=PlanKind.UNDEPLOY, targets=ordered, options=options,
                           steps=[s.model_copy(update={"index": i, "depends_on": [i - 1] if i else []})
                                  for i, s in enumerate(steps)])

@@ -15,9 +15,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
+from shift_left_dagster.deploy.stretches import split
 from shift_left_dagster.local.catalog import (
     DELETE,
     INSERT,
@@ -30,7 +31,7 @@ from shift_left_dagster.local.catalog import (
     TableId,
 )
 from shift_left_dagster.local.event_time import MIN_WATERMARK
-from shift_left_dagster.local.jobs import LOG_ORDER, Jobs
+from shift_left_dagster.local.jobs import LOG_ORDER, Job, Jobs, Sink
 from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.storage import TableLogs
 from shift_left_dagster.local.store import RunState, SourceProgress, Store
@@ -60,6 +61,13 @@ class ReadOnlyStore(Store):
                 yield
             finally:
                 self._db.execute("COMMIT")
+
+
+STRETCH = "__sl_stretch"  # which code version's stretch an expected record comes from (0: the oldest)
+
+
+def _stored(sink: Sink) -> list[Column]:
+    return [F.col(f"`{c.name}`") for c in sink.table.stored_columns]
 
 
 class LocalData:
@@ -119,42 +127,85 @@ class LocalData:
         """What `table` should hold: the statement's query (the engine's own translation and views) over
         its sources as of the offsets the statement has processed, cast to the table's stored columns.
 
-        A source read from carried offsets (a stateless statement that replaced an earlier one)
-        is read from its beginning: the sink still holds what the earlier statement wrote.
+        A statement that replaced earlier ones in place (from their offsets) records the stretches they
+        wrote (deploy/stretches.py): each is recomputed with the SQL that wrote it, up to where it
+        stopped, and the statement's own query from there. A source read from carried offsets with no
+        recorded stretch (the same code swapped) is read from its beginning with the statement's query.
         """
-        job = self.jobs.compile(statement, parse_one_statement(sql, statement), properties)
-        index, sink = next(((i, s) for i, s in enumerate(job.sinks) if s.table.name == table), (0, None))
-        if sink is None:
-            raise LocalDataError(f"statement {statement} does not write table {table}")
+        earlier, body = split(sql)
         state = self.progress(statement)
         if state is None:
             raise LocalDataError(f"statement {statement} has processed nothing yet (no saved progress)")
-        sources = {t.uid: t for t in job.sources.values()}
-        upper: dict[str, dict[int, int]] = {}
-        window = RunState(runs=state.runs)
-        for name, source in state.sources.items():
-            table_def = sources.get(source.table_uid)
-            if table_def is None:
-                continue
-            carried = job.options[source.table_uid].startup_mode == "specific-offsets"
-            low = {p: 0 for p in range(table_def.partitions)} if carried else source.start
-            upper[source.table_uid] = {p: source.next.get(p, 0) for p in range(table_def.partitions)}
-            # bind() reads [start, upper) for a recomputed query and [next, upper) for an incremental one
-            window.sources[name] = SourceProgress(table_uid=source.table_uid, start=low, next=low)
-        # An incremental (stateless) query carries each input record's op and offset: the sink keeps,
-        # like TableViews.state, the latest record per key (upsert) or the inserted records.
-        incremental = sink.incremental
+        job, index, sink = self._sink_job(statement, body, properties, table)
         # A window aggregation holds the windows its watermark fired so far (windows.py).
         fired = (MIN_WATERMARK, state.watermarks.get(str(index), MIN_WATERMARK))
-        result = self.jobs.bind(job, sink.query, window, upper, incremental=incremental, fired=fired)
-        shaped = self.jobs.shape(result, sink, incremental=incremental)  # the engine's mapping onto the sink
-        stored = [F.col(f"`{c.name}`") for c in sink.table.stored_columns]
+        if not sink.incremental:  # a recomputed (stateful) query: never replaced in place
+            result = self.jobs.bind(job, sink.query, self._window(job, state),
+                                    self._upper(job, state), fired=fired)
+            return self.jobs.shape(result, sink, incremental=False).select(*_stored(sink))
+        frames: list[DataFrame] = []
+        floor: dict[str, dict[int, int]] = {}
+        for number, stretch in enumerate(earlier):
+            old_job, _, old_sink = self._sink_job(f"{statement}-stretch-{number}", stretch.sql, properties, table)
+            upper = {t.uid: {p: stretch.until.get(t.name, {}).get(p, 0) for p in range(t.partitions)}
+                     for t in old_job.sources.values()}
+            frames.append(self._produced(old_job, old_sink, self._floored(old_job, state, floor), upper, fired,
+                                         number))
+            floor = stretch.until
+        window = self._floored(job, state, floor) if earlier else self._window(job, state)
+        frames.append(self._produced(job, sink, window, self._upper(job, state), fired, len(earlier)))
+        shaped = frames[0]
+        for frame in frames[1:]:
+            shaped = shaped.unionByName(frame)
         op = F.col(f"`{OP}`")
-        if not incremental:
-            return shaped.select(*stored)
         if not sink.table.upsert:
-            return shaped.where(op.isin(INSERT, UPDATE_AFTER)).select(*stored)
+            return shaped.where(op.isin(INSERT, UPDATE_AFTER)).select(*_stored(sink))
+        # An incremental (stateless) query carries each input record's op and offset: the sink keeps,
+        # like TableViews.state, the latest record per key (upsert), the later stretch winning.
         keys = [F.col(f"`{k}`") for k in sink.table.primary_key]
-        latest = Window.partitionBy(*keys).orderBy(F.col(LOG_ORDER).desc())
+        latest = Window.partitionBy(*keys).orderBy(F.col(STRETCH).desc(), F.col(LOG_ORDER).desc())
         return (shaped.where(op != UPDATE_BEFORE).withColumn("__sl_n", F.row_number().over(latest))
-                .where((F.col("__sl_n") == 1) & (op != DELETE)).select(*stored))
+                .where((F.col("__sl_n") == 1) & (op != DELETE)).select(*_stored(sink)))
+
+    def _sink_job(self, name: str, sql: str, properties: Mapping[str, str], table: str) -> tuple[Job, int, Sink]:
+        job = self.jobs.compile(name, parse_one_statement(sql, name), properties)
+        found = next(((i, s) for i, s in enumerate(job.sinks) if s.table.name == table), None)
+        if found is None:
+            raise LocalDataError(f"statement {name} does not write table {table}")
+        return job, found[0], found[1]
+
+    def _produced(self, job: Job, sink: Sink, window: RunState, upper: dict[str, dict[int, int]],
+                  fired: tuple[int, int], stretch: int) -> DataFrame:
+        """One stretch's output records, in the engine's mapping onto the sink, numbered by stretch."""
+        result = self.jobs.bind(job, sink.query, window, upper, incremental=True, fired=fired)
+        return self.jobs.shape(result, sink, incremental=True).withColumn(STRETCH, F.lit(stretch))
+
+    @staticmethod
+    def _upper(job: Job, state: RunState) -> dict[str, dict[int, int]]:
+        processed = {s.table_uid: s.next for s in state.sources.values()}
+        return {t.uid: {p: processed.get(t.uid, {}).get(p, 0) for p in range(t.partitions)}
+                for t in job.sources.values()}
+
+    @staticmethod
+    def _window(job: Job, state: RunState) -> RunState:
+        """The statement's read range: from its start offsets, or from 0 where it started from carried
+        offsets with no stretch recorded (the sink holds what the swapped statement, same code, wrote)."""
+        window = RunState(runs=state.runs)
+        for name, source in state.sources.items():
+            table = next((t for t in job.sources.values() if t.uid == source.table_uid), None)
+            if table is None:
+                continue
+            carried = job.options[source.table_uid].startup_mode == "specific-offsets"
+            low = {p: 0 for p in range(table.partitions)} if carried else source.start
+            # bind() reads [start, upper) for a recomputed query and [next, upper) for an incremental one
+            window.sources[name] = SourceProgress(table_uid=source.table_uid, start=low, next=low)
+        return window
+
+    @staticmethod
+    def _floored(job: Job, state: RunState, floor: dict[str, dict[int, int]]) -> RunState:
+        """A read range starting where the previous stretch stopped (`floor`, by topic; absent: 0)."""
+        window = RunState(runs=state.runs)
+        for table in job.sources.values():
+            low = {p: floor.get(table.name, {}).get(p, 0) for p in range(table.partitions)}
+            window.sources[table.name] = SourceProgress(table_uid=table.uid, start=low, next=low)
+        return window
