@@ -161,3 +161,91 @@ def test_a_file_that_stops_parsing_is_broken_never_removed_and_the_sensor_waits(
     assert not result.run_requests and result.cursor == before  # waits: the fix is deployed from here
     why = result.skip_reason.skip_message or ""
     assert "leaves tables broken" in why and broken[:12] in why and "int_table_1" in why
+
+
+# -- issue 25, case 4: every entry point refuses and seeds as `plan` does --------------------------------------
+
+INT2 = "pipelines/intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
+
+
+def _live(graph: ProjectGraph, tables: list[str], raw: set[str]):  # type: ignore[no-untyped-def]
+    from shift_left_dagster.deploy.live import LiveState, LiveStatement, StatementKind
+    from shift_left_dagster.deploy.naming import statement_name
+
+    statements = {}
+    for table in tables:
+        info = graph.tables[table]
+        name = statement_name("dev", info.product, "dml", table)
+        statements[name] = LiveStatement(name=name, phase="RUNNING", code_version="deployed-before", table=table,
+                                         kind=StatementKind.DML)
+    return LiveState(statements=statements, tables=set(tables) | raw)
+
+
+P1 = ["src_table_1", "src_table_2", "src_table_3", "int_table_1", "int_table_2", "fct_order"]
+P1_RAW = {"raw_orders", "raw_customers", "raw_payments"}
+
+
+def test_a_commit_reading_an_unknown_table_is_refused_naming_file_and_line(repo):
+    from shift_left_dagster.deploy.bluegreen import commit_plan
+    from shift_left_dagster.deploy.plan import PlanError, PlanOptions, build_plan
+
+    text = (repo / INT2).read_text()
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "src_table_3" in t)
+    commit(repo, INT2, text.replace("src_table_3", "src_table_nobody"))
+    graph = ProjectGraph(build_inventory(repo / "pipelines"))
+    live = _live(graph, P1, P1_RAW)
+    where = f"dml.int_table_2.sql:{line}: int_table_2 reads src_table_nobody"
+    with pytest.raises(PlanError, match=where):  # the git sensor's path: it planned int_table_2_v2 before
+        commit_plan(graph, detect_changes(repo, "HEAD~1"), live, PlanOptions())
+    with pytest.raises(PlanError, match=where):  # a plan of its child: it said "0 changes" before
+        build_plan(graph, ["fct_order"], live, PlanOptions())
+
+
+def test_a_commit_adding_a_table_that_reads_a_new_raw_topic_seeds_it(repo):
+    from shift_left_dagster.deploy.bluegreen import commit_plan
+    from shift_left_dagster.deploy.plan import PlanOptions
+    from shift_left_dagster.deploy.steps import SeedStep
+
+    folder = repo / "pipelines/intermediates/p1/int_logins/sql-scripts"
+    folder.mkdir(parents=True)
+    (folder / "ddl.int_logins.sql").write_text("CREATE TABLE int_logins (user_id STRING)")
+    (folder / "dml.int_logins.sql").write_text("INSERT INTO int_logins SELECT user_id FROM raw_logins")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "add int_logins")
+    graph = ProjectGraph(build_inventory(repo / "pipelines"))
+    plan = commit_plan(graph, detect_changes(repo, "HEAD~1"), _live(graph, P1, P1_RAW),
+                       PlanOptions(seeds={"raw_logins": "raw_logins.sql"}))
+    seeds = [s for s in plan.steps if isinstance(s, SeedStep)]
+    assert [s.topic for s in seeds] == ["raw_logins"]
+    deploy = plan.step_for("int_logins")
+    assert deploy is not None and seeds[0].index in deploy.depends_on
+
+
+def test_a_backfill_of_a_table_not_deployed_is_refused_with_the_command_that_deploys_it(repo):
+    from datetime import UTC, datetime
+
+    from shift_left_dagster.deploy.backfill import BackfillRefused, plan_backfill
+    from shift_left_dagster.deploy.plan import PlanOptions
+
+    graph = ProjectGraph(build_inventory(repo / "pipelines"))
+    start, end = datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 2, tzinfo=UTC)
+    raw = {"raw_users"}  # src_c360_users: keyed and stateless, so a window can be rebuilt in place
+    with pytest.raises(BackfillRefused, match="src_c360_users is not deployed on dev .*shift-left-dagster deploy "
+                                              "src_c360_users"):
+        plan_backfill(graph, ["src_c360_users"], start, end, _live(graph, [], raw), PlanOptions())
+    plan = plan_backfill(graph, ["src_c360_users"], start, end, _live(graph, ["src_c360_users"], raw), PlanOptions())
+    assert [s.action.value for s in plan.steps if s.table] == ["backfill_window"]
+
+
+def test_exclude_never_deploys_an_excluded_table_and_names_it(repo):
+    from shift_left_dagster.deploy.plan import PlanError, PlanOptions, build_plan
+
+    graph = ProjectGraph(build_inventory(repo / "pipelines"))
+    options = PlanOptions(exclude=["src_c360_groups", "src_c360_users"])
+    raw = {"raw_groups", "raw_users"}
+    with pytest.raises(PlanError, match="src_c360_groups is excluded here but the plan needs it"):
+        build_plan(graph, ["dim_c360_users"], _live(graph, [], raw), options)
+    deployed = _live(graph, ["src_c360_groups", "src_c360_users"], raw)
+    plan = build_plan(graph, ["dim_c360_users"], deployed, options)
+    assert {s.table: s.action.value for s in plan.steps if s.table} == {
+        "src_c360_groups": "skip", "src_c360_users": "skip", "dim_c360_users": "deploy"}
