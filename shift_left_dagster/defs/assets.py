@@ -9,6 +9,8 @@ definitions.
 (No `from __future__ import annotations` here: Dagster reads the body's annotations.)
 """
 
+import functools
+import json
 import logging
 import warnings
 from collections.abc import Callable, Sequence
@@ -42,6 +44,7 @@ from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
 from shift_left_dagster.defs.translator import FlinkTranslator
 from shift_left_dagster.deploy.backfill import partial_history_loss
+from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable
 from shift_left_dagster.project.problems import BrokenTable
 
@@ -58,16 +61,21 @@ class FlinkAssetSpecs:
 
 @dataclass(frozen=True)
 class FlinkAssetsInfo:
-    """What a deploying body needs at run time, found from its context (see `flink_assets_info`)."""
+    """What a deploying body needs at run time, read back from its own definition (`flink_assets_info`)."""
 
     project: FlinkProject
-    keys: dict[str, AssetKey]
+    keys: dict[str, AssetKey]  # every table of the decorator (selected in this run or not)
     checks: ChecksSettings
     data_tests: dict[str, list[DataTest]]
-    externals: list[AssetSpec]  # the raw topics the tables read, as external assets
+
+    @property
+    def outside(self) -> list[str]:
+        """Project tables this definition leaves out (its select/exclude): its runs never deploy them."""
+        return sorted(set(self.project.graph.tables) - set(self.keys))
 
 
-_REGISTRY: dict[str, FlinkAssetsInfo] = {}  # op name -> info, filled when definitions are built
+INFO_TAG = "shift_left_dagster/flink_assets"  # op tag: the project and checks a @flink_assets body deploys with
+TABLE_METADATA = "flink/table"  # spec metadata: the table an asset is
 
 
 def build_flink_asset_specs(
@@ -91,13 +99,19 @@ def build_flink_asset_specs(
                              "make FlinkTranslator.get_asset_key return distinct keys")
         owners[key] = name
         keys[name] = key
-    specs = [translator.get_asset_spec(graph.tables[n], graph) for n in names]
+    specs = [translator.get_asset_spec(graph.tables[n], graph).merge_attributes(metadata={TABLE_METADATA: n})
+             for n in names]
     settings = checks or ChecksSettings()
     tests = project.data_tests
     checks_list = [c for n in names for c in check_specs(keys[n], graph.tables[n], settings, tests.get(n, ()))]
-    externals = sorted({e for n in names for e in graph.external_sources[n]})
-    return FlinkAssetSpecs(specs=specs, check_specs=checks_list,
-                           externals=[translator.get_external_asset_spec(e) for e in externals], keys=keys)
+    return FlinkAssetSpecs(specs=specs, check_specs=checks_list, externals=external_specs(graph, translator, names),
+                           keys=keys)
+
+
+def external_specs(graph: ProjectGraph, translator: FlinkTranslator, tables: Sequence[str]) -> list[AssetSpec]:
+    """The raw topics the tables read, as external assets."""
+    names = sorted({e for n in tables for e in graph.external_sources[n]})
+    return [translator.get_external_asset_spec(e) for e in names]
 
 
 def flink_assets(
@@ -117,31 +131,43 @@ def flink_assets(
     (default `flink/<project>`), so two runs never plan against each other's half-done work.
     """
     built = build_flink_asset_specs(project, translator, select=select, exclude=exclude, checks=checks)
-    op_name = name or f"flink_{project.name}"
-    _REGISTRY[op_name] = FlinkAssetsInfo(project=project, keys=built.keys, checks=checks or ChecksSettings(),
-                                         data_tests={n: t for n, t in project.data_tests.items() if n in built.keys},
-                                         externals=built.externals)
+    info = {"pipelines": str(project.pipelines_dir), "name": project.name,
+            "checks": (checks or ChecksSettings()).model_dump(mode="json")}
 
     def decorator(body: Callable[..., Any]) -> AssetsDefinition:
         return multi_asset(
-            name=op_name,
+            name=name or body.__name__,
             specs=built.specs,
             check_specs=built.check_specs,
             can_subset=True,
             partitions_def=partitions_def,
             backfill_policy=BackfillPolicy.single_run() if partitions_def else None,
             pool=pool or f"flink/{project.name}",
+            op_tags={INFO_TAG: json.dumps(info)},
         )(body)
 
     return decorator
 
 
 def flink_assets_info(context: AssetExecutionContext) -> FlinkAssetsInfo:
-    """The project behind the running `@flink_assets` body."""
-    name = context.op_def.name
-    if name not in _REGISTRY:
-        raise RuntimeError(f"op {name} was not built by @flink_assets: no Flink project is known for it")
-    return _REGISTRY[name]
+    """The project behind the running `@flink_assets` body, read from its definition (as dagster-dbt reads
+    its manifest back from `context.assets_def`): each definition knows its own tables, whatever else the
+    process defines."""
+    assets_def = context.assets_def
+    raw = assets_def.op.tags.get(INFO_TAG)
+    if raw is None:
+        raise RuntimeError(f"op {assets_def.op.name} was not built by @flink_assets: no Flink project is known for it")
+    info = json.loads(raw)
+    project = _project(info["pipelines"], info["name"])
+    keys = {spec.metadata[TABLE_METADATA]: spec.key for spec in assets_def.specs if TABLE_METADATA in spec.metadata}
+    return FlinkAssetsInfo(project=project, keys=keys, checks=ChecksSettings.model_validate(info["checks"]),
+                           data_tests={n: t for n, t in project.data_tests.items() if n in keys})
+
+
+@functools.cache
+def _project(pipelines: str, name: str) -> FlinkProject:
+    """A project read once per process (runs of many definitions over one folder share it)."""
+    return FlinkProject(pipelines, name=name)
 
 
 class DeployConfig(Config):
@@ -173,7 +199,7 @@ def build_flink_assets(
     """
 
     @flink_assets(project=project, translator=translator, select=select, exclude=exclude, checks=checks,
-                  partitions_def=partitions_def, name=name, pool=pool)
+                  partitions_def=partitions_def, name=name or f"flink_{project.name}", pool=pool)
     def deploy_flink_tables(context: AssetExecutionContext, config: DeployConfig, confluent: ConfluentFlinkResource,
                             checks: FlinkChecksResource, spark: SparkResource):
         tags = context.run.tags
@@ -197,7 +223,8 @@ def build_flink_assets(
                           + "; ".join(lost))
         yield from run.stream()
 
-    externals = _REGISTRY[deploy_flink_tables.op.name].externals  # built once, by the decorator
+    externals = external_specs(project.graph, translator or FlinkTranslator(),
+                               [n for n in project.graph.tables if _chosen(n, select, exclude)])
     broken = build_broken_table_assets(project, translator, select=select, exclude=exclude,
                                        partitions_def=partitions_def, name=f"{name or f'flink_{project.name}'}_broken")
     return [deploy_flink_tables, *externals, *broken]

@@ -112,10 +112,13 @@ class ConfluentFlinkResource(ConfigurableResource):
                may_start_children: bool = False, start_at: datetime | None = None,
                checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
         """Deploy the selected tables (and what they need) in plan order; `.stream()` the events."""
+        from shift_left_dagster.defs.assets import flink_assets_info
+
         deployer = self.get_deployer(context)
         selected = _selected_tables(context)
         return self._run(context, deployer.deploy(selected, dml_only=dml_only, force_sources=force_sources,
-                                                  may_start_children=may_start_children, start_at=start_at),
+                                                  may_start_children=may_start_children, start_at=start_at,
+                                                  exclude=flink_assets_info(context).outside),
                          checks, spark)
 
     def deploy_commit(self, *, context: "AssetExecutionContext", since: str, until: str = "HEAD",

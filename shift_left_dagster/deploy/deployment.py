@@ -157,10 +157,13 @@ class Deployer:
 
     def deploy(self, targets: list[str], *, dml_only: bool = False, force_sources: bool = False,
                may_start_children: bool = False, start_at: datetime | None = None,
-               force: bool = False) -> Deployment:
+               force: bool = False, exclude: list[str] | None = None) -> Deployment:
+        """Deploy `targets` and what they need; tables in `exclude` are never deployed (a plan that needs
+        one is refused, naming it)."""
         def make(live: LiveState) -> DeploymentPlan:
             options = self.options(live, dml_only=dml_only, force_sources=force_sources,
-                                   may_start_children=may_start_children, start_at=start_at, force=force)
+                                   may_start_children=may_start_children, start_at=start_at, force=force,
+                                   exclude=exclude or [])
             return build_plan(self.graph, targets, live, options)
 
         return self._planned(make)
