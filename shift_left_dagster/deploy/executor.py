@@ -217,7 +217,8 @@ class PlanExecutor:
                 case CreatePoolStep():
                     result.compute_pool = self.pool_id(step.pool)
                 case SeedStep():
-                    self.seed(step, result)
+                    with self.shielded():  # a raw topic half seeded would never be seeded again: finish it
+                        self.seed(step, result)
                 case SkipStep():
                     self.observe(step, result)
                 case DeployStep():

@@ -8,6 +8,7 @@ import json
 import logging
 import random
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -787,3 +788,35 @@ flink: {{compute_pool_id: lfcp-1, catalog_name: my_env, database_name: my_cluste
     assert cfg.kafka.sasl_password is not None
     assert cfg.kafka.sasl_password.get_secret_value() == SECRETS["SL_KAFKA_API_SECRET"]  # the variable wins
     assert isinstance((cfg.kafka.model_extra or {})["oauth_token"], SecretStr)  # unknown secret-like keys are masked
+
+
+# --- a deployment stopped while Confluent Cloud keeps a statement PENDING (no CFU free) ----------------
+
+
+def test_a_stopped_executor_gives_up_a_wait_on_a_pending_statement_at_once(rsps: Mock) -> None:
+    """On Confluent Cloud a statement can stay PENDING for as long as its pool has no CFU free; a
+    terminated run must not wait the step's 600 s timeout (issue 27): stop() ends the wait at its next
+    poll, the step is reported as interrupted and the steps not started never start."""
+    from shift_left_dagster.deploy.executor import DeploymentStopped, PlanExecutor
+    from shift_left_dagster.deploy.plan import DeploymentPlan, PlanOptions
+    from shift_left_dagster.deploy.steps import DeployStep, PoolRef
+
+    client = ConfluentClient(make_settings(poll=PollPolicy(initial=0.05, step=0, cap=0.05)))
+    name = "dev-p1-drop-orders"  # the step's first statement: DROP TABLE IF EXISTS before its DDL
+    rsps.add(responses.DELETE, f"{STMTS}/{name}", status=404, json=cloud_error(404, "not found"))
+    rsps.add(responses.POST, STMTS, json=statement(name, "PENDING"))
+    rsps.add(responses.GET, f"{STMTS}/{name}", json=statement(name, "PENDING"))  # forever
+    steps = [DeployStep(index=i, action="deploy", reason="test", table=t, physical_table=t,
+                        ddl_statement=f"dev-p1-ddl-{t}", drop_statement=name, pool=PoolRef(id="lfcp-1"),
+                        ddl_sql="CREATE TABLE x",
+                        validate_first=False, depends_on=[0] if i else [])
+             for i, t in enumerate(["orders", "later"])]
+    executor = PlanExecutor(client, timeout=600)
+    stopper = threading.Timer(0.5, executor.stop)
+    stopper.start()
+    started = time.monotonic()
+    with pytest.raises(DeploymentStopped) as stopped:
+        list(executor.run(DeploymentPlan(targets=["orders"], options=PlanOptions(), steps=steps)))
+    assert time.monotonic() - started < 5
+    assert (stopped.value.finished, stopped.value.interrupted, stopped.value.not_started) == ([], [0], [1])
+    assert "steps none ran, 0 were interrupted, 1 did not start" in str(stopped.value)
