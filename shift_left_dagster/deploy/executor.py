@@ -23,6 +23,7 @@ from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.confluent.errors import ConfluentError, NotFound, StatementFailed, Stopped
 from shift_left_dagster.confluent.models import Phase, Statement
 from shift_left_dagster.deploy.backfill import window_options, windowed_dml
+from shift_left_dagster.deploy.bounded import run_bounded
 from shift_left_dagster.deploy.live import CODE_VERSION_LABEL, HEALTHY_PHASES, StatementKind, statement_labels
 from shift_left_dagster.deploy.naming import backfill_statement_name, statement_name
 from shift_left_dagster.deploy.plan import DeploymentPlan
@@ -397,12 +398,8 @@ class PlanExecutor:
     def run_to_completion(self, name: str, sql: str, result: StepResult, labels: dict[str, str] | None = None) -> str:
         """A bounded statement (DDL, DROP, ALTER, seed insert) run to COMPLETED; kept only when labelled."""
         result.acting_on = name
-        self.remove(name)
-        self.client.create_statement(name, sql, compute_pool_id=result.compute_pool, labels=labels)
-        final = self.client.wait_for_phase(name, {Phase.COMPLETED}, self.timeout)
-        if labels is None:
-            self.remove(name)
-        return final.phase
+        return run_bounded(self.client, name, sql, timeout=self.timeout, compute_pool_id=result.compute_pool,
+                           labels=labels, keep=labels is not None).phase
 
     def settle(self, name: str) -> Statement:
         return self.client.wait_for_phase(name, SETTLED, self.timeout)

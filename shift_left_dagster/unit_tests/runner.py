@@ -18,6 +18,7 @@ from pathlib import Path
 
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.confluent.errors import ConfluentError
+from shift_left_dagster.deploy.bounded import run_bounded
 from shift_left_dagster.deploy.rewrite import with_source_options
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable, build_inventory
@@ -124,21 +125,15 @@ class _CaseRun:
             self.client.delete_statement(name, timeout=self.timeout)
         self.statements.clear()
         for index, twin in enumerate(self.twins):
-            name = f"{self.prefix}-drop-{index}"
-            self.client.delete_statement(name, timeout=self.timeout)
-            self.client.create_statement(name, f"DROP TABLE IF EXISTS `{twin}`")
-            try:
-                self.client.wait_for_phase(name, {"COMPLETED"}, self.timeout)
-            finally:
-                self.client.delete_statement(name, timeout=self.timeout)
+            run_bounded(self.client, f"{self.prefix}-drop-{index}", f"DROP TABLE IF EXISTS `{twin}`",
+                        timeout=self.timeout)
 
     def _run(self, what: str, sql: str, source: str) -> str:
+        """A statement of the case, kept (its results are read) until clean_up."""
         name = f"{self.prefix}-{what}-{len(self.statements)}"
-        self.client.delete_statement(name, timeout=self.timeout)
         self.statements.append(name)
-        self.client.create_statement(name, sql)
         try:
-            self.client.wait_for_phase(name, {"COMPLETED"}, self.timeout)
+            run_bounded(self.client, name, sql, timeout=self.timeout, keep=True)
         except ConfluentError as error:
             raise CaseFailed(f"{source}: {error}") from error
         return name
