@@ -79,6 +79,9 @@ def test_details_never_repeat_a_huge_sql_text(api: Api) -> None:
 def test_environments_and_clusters(api: Api) -> None:
     envs = api.call("GET", "/org/v2/environments")
     assert envs.status_code == 200 and envs.json()["kind"] == "EnvironmentList"
+    # list metadata: `next` is omitted or a URL or null when there is no next page, never "" (not a URL)
+    for listed in (envs, api.call("GET", "/cmk/v2/clusters", params={"environment": LOCAL_ENVIRONMENT_ID})):
+        assert listed.json()["metadata"].get("next") is None, listed.json()["metadata"]
     env = envs.json()["data"][0]
     assert env["id"] == LOCAL_ENVIRONMENT_ID and env["kind"] == "Environment" and env["display_name"]
     assert api.call("GET", f"/org/v2/environments/{LOCAL_ENVIRONMENT_ID}").json() == env
