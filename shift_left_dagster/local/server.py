@@ -31,6 +31,7 @@ from shift_left_dagster.local.api import (
     pool_resource,
     statements_path,
 )
+from shift_left_dagster.local.catalog import TableDef
 from shift_left_dagster.local.control_plane import control_plane_routes
 from shift_left_dagster.local.engine import (
     COMPLETED,
@@ -42,6 +43,7 @@ from shift_left_dagster.local.engine import (
     STOPPING,
     Engine,
 )
+from shift_left_dagster.local.kafka_rest import kafka_rest_routes, topic_body
 from shift_left_dagster.local.limits import shorten
 from shift_left_dagster.local.metrics import metrics_routes
 from shift_left_dagster.local.registry_api import registry_routes
@@ -81,6 +83,7 @@ def create_app(engine: Engine, api_key: str, api_secret: str) -> Starlette:
         Route("/kafka/v3/clusters/{cluster_id}/topics", handlers.list_topics, methods=["GET"]),
         Route("/kafka/v3/clusters/{cluster_id}/topics/{topic}", handlers.get_topic, methods=["GET"]),
         Route("/kafka/v3/clusters/{cluster_id}/topics/{topic}", handlers.delete_topic, methods=["DELETE"]),
+        *kafka_rest_routes(engine),
         *topic_config_routes(engine.store),
         *registry_routes(engine.store),
         *metrics_routes(engine.store),
@@ -399,14 +402,7 @@ class _Handlers:
         return [t.model_dump() for t in self.store.tables(database=cluster_id)]
 
     def _topic(self, request: Request, table: dict[str, Any]) -> dict[str, Any]:
-        cluster = request.path_params["cluster_id"]
-        url = f"{_base(request)}/kafka/v3/clusters/{cluster}/topics/{table['id']['name']}"
-        return {"kind": "KafkaTopic", "metadata": {"self": url, "resource_name": f"crn:///kafka={cluster}/topic="
-                                                                                 f"{table['id']['name']}"},
-                "cluster_id": cluster, "topic_name": table["id"]["name"], "is_internal": False,
-                "replication_factor": 3, "partitions_count": table["partitions"],
-                "partitions": {"related": f"{url}/partitions"}, "configs": {"related": f"{url}/configs"},
-                "partition_reassignments": {"related": f"{url}/partitions/-/reassignment"}}
+        return topic_body(_base(request), request.path_params["cluster_id"], TableDef.model_validate(table))
 
     async def list_topics(self, request: Request) -> Response:
         cluster = request.path_params["cluster_id"]
