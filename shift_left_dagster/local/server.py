@@ -32,6 +32,7 @@ from shift_left_dagster.local.api import (
     statements_path,
 )
 from shift_left_dagster.local.catalog import TableDef
+from shift_left_dagster.local.catalog_search import catalog_search_routes
 from shift_left_dagster.local.control_plane import control_plane_routes
 from shift_left_dagster.local.engine import (
     COMPLETED,
@@ -56,7 +57,7 @@ from shift_left_dagster.local.topic_configs import topic_config_routes
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, RESULT_PAGE_SIZE = 10, 100, 1000
 MAX_CFU_VALUES = (5, 10, 20, 30, 40, 50)
 MAX_STATEMENT_BYTES = 4 * 1024 * 1024
-_KAFKA_PATHS = re.compile(r"^/(kafka/|subjects|schemas/)")
+_KAFKA_PATHS = re.compile(r"^/(kafka/|subjects|schemas/|catalog/)")
 _STARTED = now()
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -86,6 +87,7 @@ def create_app(engine: Engine, api_key: str, api_secret: str) -> Starlette:
         *kafka_rest_routes(engine),
         *topic_config_routes(engine.store),
         *registry_routes(engine.store),
+        *catalog_search_routes(engine.store),
         *metrics_routes(engine.store),
         *control_plane_routes(),
     ]
