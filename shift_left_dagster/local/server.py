@@ -88,7 +88,7 @@ def create_app(engine: Engine, api_key: str, api_secret: str) -> Starlette:
         *topic_config_routes(engine.store),
         *registry_routes(engine.store),
         *catalog_search_routes(engine.store),
-        *metrics_routes(engine.store),
+        *metrics_routes(engine.store, engine.data_dir),
         *control_plane_routes(),
     ]
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=_authenticate(api_key, api_secret))]
