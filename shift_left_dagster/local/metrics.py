@@ -262,7 +262,8 @@ def answer(query: Query, store: Store, data_dir: Path | None = None, now: dateti
     spans = [parse_interval(text, moment) for text in query.intervals]
     points = {(at, s.series()): (at, s) for start, end in spans for at, s in history(store, start, end)
               if start <= at < end and at != current}  # (an instant in two intervals counts once)
-    if any(start <= moment <= end for start, end in spans):  # the live values stand for this minute
+    if any(start < current + timedelta(minutes=1) and end > current for start, end in spans):
+        # the live values stand for this minute, when an interval reaches into it
         points.update({(current, s.series()): (current, s) for s in samples(store, data_dir)})
     step = GRANULARITIES[query.granularity]
     chosen = [(at, s) for at, s in points.values() if s.metric == descriptor.name
