@@ -221,7 +221,7 @@ class _Handlers:
         pool = params.get("spec.compute_pool_id")
         page, last = self.store.statements(compute_pool_id=pool, after=after, limit=size, labels=labels)
         base = f"{_base(request)}{statements_path()}"
-        following = ""
+        following = None  # no next page: null, as the other lists (an empty string is not a URL)
         if last is not None:
             query = {k: v for k, v in params.items() if k != "page_token"} | {"page_size": str(size),
                                                                                 "page_token": str(last)}

@@ -37,7 +37,8 @@ def test_paging_returns_every_statement_exactly_once(api: Api) -> None:
         body = page.json()
         assert body["kind"] == "StatementList" and body["api_version"] == "sql/v1"
         seen += [s["name"] for s in body["data"]]
-        url, params, pages = body["metadata"]["next"] or None, None, pages + 1
+        assert body["metadata"]["next"] != ""  # a URL, or null on the last page: never "" (not a URL)
+        url, params, pages = body["metadata"]["next"], None, pages + 1
     assert sorted(seen) == sorted(created) and len(seen) == len(set(seen)) == 250
     assert pages == 3
 
