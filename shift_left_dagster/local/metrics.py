@@ -6,9 +6,10 @@ table: records written (`num_records_out`); per task of the statement's task
 graph (task_graph.py) the records it received and emitted; per stateful
 operator its state's bytes. Values are totals since the statement started (or
 the current lag), as `ConfluentClient.statement_metrics` and shift_left read
-them. A sampler records them every few seconds, keyed by minute, so a query
-answers one point per `granularity` bucket of its `intervals` (the last value
-in each bucket), the current minute's from the live values.
+them. A sampler records the running statements' values every few seconds,
+keyed by minute (kept 6 hours), so a query answers one point per `granularity`
+bucket of its `intervals` (the last value in each bucket), the current
+minute's from the live values.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ from shift_left_dagster.local.task_graph import task_graph
 
 logger = logging.getLogger(__name__)
 SAMPLE_SECONDS = 10.0
-KEEP = timedelta(days=7)  # the longest interval a PT30M query may ask for
+KEEP = timedelta(hours=6)  # the longest interval a PT1M query may ask for; older minutes are forgotten
 HISTORY = """CREATE TABLE IF NOT EXISTS metric_samples (
     minute INTEGER NOT NULL, series TEXT NOT NULL, sample TEXT NOT NULL, PRIMARY KEY (minute, series))"""
 
@@ -174,7 +175,7 @@ def history(store: Store, start: datetime, end: datetime) -> list[tuple[datetime
 
 
 class Sampler(threading.Thread):
-    """Records every statement's metrics every few seconds while the service runs."""
+    """Records the running statements' metrics every few seconds while the service runs."""
 
     def __init__(self, store: Store, data_dir: Path | None) -> None:
         super().__init__(name="shift-left-local-metrics", daemon=True)
@@ -184,7 +185,9 @@ class Sampler(threading.Thread):
     def run(self) -> None:
         while not self.stopped.wait(SAMPLE_SECONDS):
             try:
-                record(self.store, samples(self.store, self.data_dir), datetime.now(UTC))
+                running = set(self.store.names_in_phase("RUNNING", "DEGRADED"))  # only they emit metrics
+                found = [s for s in samples(self.store, self.data_dir) if s.statement in running]
+                record(self.store, found, datetime.now(UTC))
             except sqlite3.ProgrammingError:  # the store closed: the service is stopping
                 return
             except Exception:  # a bad sample must not end the history

@@ -102,27 +102,28 @@ def test_task_metrics_grouped_by_task_id_name_the_task_graph(api: Api, running: 
 
 
 def test_one_point_per_granularity_bucket(api: Api, local_service) -> None:  # type: ignore[no-untyped-def]
-    base = datetime(2025, 3, 4, 10, 0, tzinfo=UTC)
+    base = (datetime.now(UTC) - timedelta(hours=2)).replace(minute=0, second=0, microsecond=0)  # kept history
 
     def at(minute: int, value: int, second: int = 0) -> None:
         sample = Sample(statement="hist", compute_pool_id="lfcp-local", metric="num_records_in", table="t",
                         value=value)
         record(local_service.engine.store, [sample], base + timedelta(minutes=minute, seconds=second))
 
+    def stamp(minute: int) -> str:
+        return (base + timedelta(minutes=minute)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
     at(0, 1)
     at(0, 2, second=30)  # the last value of a minute wins
     at(1, 5)
     at(7, 9)
-    interval = {"intervals": ["2025-03-04T10:00:00Z/2025-03-04T10:10:00Z"]}
+    interval = {"intervals": [f"{stamp(0)}/{stamp(10)}"]}
     flat = query(api, "num_records_in", "hist", **interval)["data"]
-    assert [(p["timestamp"], p["value"]) for p in flat] == [
-        ("2025-03-04T10:00:00Z", 2.0), ("2025-03-04T10:01:00Z", 5.0), ("2025-03-04T10:07:00Z", 9.0)]
+    assert [(p["timestamp"], p["value"]) for p in flat] == [(stamp(0), 2.0), (stamp(1), 5.0), (stamp(7), 9.0)]
     five = query(api, "num_records_in", "hist", granularity="PT5M", **interval)["data"]
-    assert [(p["timestamp"], p["value"]) for p in five] == [("2025-03-04T10:00:00Z", 5.0),
-                                                            ("2025-03-04T10:05:00Z", 9.0)]
+    assert [(p["timestamp"], p["value"]) for p in five] == [(stamp(0), 5.0), (stamp(5), 9.0)]
     whole = query(api, "num_records_in", "hist", granularity="ALL", **interval)["data"]
-    assert [(p["timestamp"], p["value"]) for p in whole] == [("2025-03-04T10:00:00Z", 9.0)]
-    later = query(api, "num_records_in", "hist", intervals=["2025-03-04T10:05:00Z/PT1H"])["data"]
+    assert [(p["timestamp"], p["value"]) for p in whole] == [(stamp(0), 9.0)]
+    later = query(api, "num_records_in", "hist", intervals=[f"{stamp(5)}/PT1H"])["data"]
     assert [p["value"] for p in later] == [9.0]  # <start>/<duration>
     grouped = query(api, "num_records_in", "hist", group_by=["metric.table_name"], format="GROUPED", **interval)
     assert [len(g["points"]) for g in grouped["data"]] == [3] and grouped["data"][0]["metric.table_name"] == "t"
