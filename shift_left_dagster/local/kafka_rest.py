@@ -180,10 +180,11 @@ def _row(registry: SchemaRegistry, table: TableDef, record: RecordIn) -> tuple[d
             row.update(fields)
         elif part == "value" or fields is not None:
             raise ProduceError(400, 400, f"the {part} must be a JSON object of {table.name}'s columns")
-    for name in row:
-        if table.column(name) is None or not table.column(name).stored:  # type: ignore[union-attr]
-            raise ProduceError(400, 400, f"field '{name}' is not a column of {table.name}")
-    return row, sizes
+    stored = {c.name.lower(): c.name for c in table.stored_columns}  # names match as Flink's, in any case
+    unknown = [name for name in row if name.lower() not in stored]
+    if unknown:
+        raise ProduceError(400, 400, f"field '{unknown[0]}' is not a column of {table.name}")
+    return {stored[name.lower()]: value for name, value in row.items()}, sizes
 
 
 def _decoded(registry: SchemaRegistry, topic: str, part: str, data: DataIn) -> Any:

@@ -68,7 +68,7 @@ def test_produce_json_to_a_topic_without_schema_lands_in_its_val_bytes(api: Api)
 def test_produce_json_into_a_table_and_its_errors(api: Api) -> None:
     api.run("CREATE TABLE rest_orders (id INT NOT NULL, name STRING, amount DECIMAL(10, 2), "
             "ts TIMESTAMP_LTZ(3), PRIMARY KEY (id) NOT ENFORCED)")
-    report = produce(api, "rest_orders", {"type": "JSON", "data": {"name": "a", "amount": "12.50",
+    report = produce(api, "rest_orders", {"type": "JSON", "data": {"Name": "a", "amount": "12.50",  # any case
                                                                     "ts": "2024-05-01T10:00:00Z"}},
                      key={"type": "JSON", "data": {"id": 7}})
     assert report["error_code"] == 200 and 0 <= report["partition_id"] < 6
