@@ -3,7 +3,9 @@
 A produced record is written by the engine thread (`Engine.on_engine_thread`),
 as a batch of the table's log like any statement's write, so the running
 statements reading the table read it in their next run. Values are JSON,
-STRING or BINARY as Confluent Cloud's produce API takes them, or AVRO /
+STRING or BINARY as Confluent Cloud's produce API takes them (BINARY into a
+typed table: the Schema Registry wire format, decoded with the registered
+schema, as Confluent Cloud clients send schema'd records), or AVRO /
 JSONSCHEMA data checked against a registered schema named by `schema_id` or
 `subject` (+ `schema_version`), as Confluent's REST Proxy v3 takes them.
 """
@@ -36,6 +38,7 @@ from shift_left_dagster.local.storage import NotNullViolation
 from shift_left_dagster.local.store import Batch
 from shift_left_dagster.local.topic_configs import ConfigEntry, TopicConfigs
 from shift_left_dagster.local.types import spark_type_of
+from shift_left_dagster.local.wire_format import decode, is_wire_format
 
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Kafka's legal topic names
 MAX_PARTITIONS = 4096
@@ -173,6 +176,14 @@ def _row(registry: SchemaRegistry, table: TableDef, record: RecordIn) -> tuple[d
             continue
         fields = _decoded(registry, table.name, part, data)
         sizes[part] = len(fields if isinstance(fields, bytes) else json.dumps(fields).encode())
+        if not raw and isinstance(fields, bytes):  # a schema'd record as Confluent Cloud clients produce it
+            if not is_wire_format(fields):
+                raise ProduceError(400, 400, f"the {part} of {table.name} is BINARY but not in the Schema "
+                                             f"Registry wire format (magic byte 0, schema id, encoded value)")
+            try:
+                fields = decode(fields, registry)
+            except SchemaMismatch as error:
+                raise ProduceError(400, 400, f"{part}: {error}") from None
         if raw:
             row["key" if part == "key" else "val"] = fields if isinstance(fields, bytes) else \
                 json.dumps(fields).encode()

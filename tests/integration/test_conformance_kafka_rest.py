@@ -6,6 +6,7 @@ record lands in the table's log: queries and running statements read it."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 
@@ -91,8 +92,19 @@ def test_avro_and_json_schema_values_through_the_registry(api: Api) -> None:
     union = {"string": "x"}  # the Avro JSON encoding of a union's branch
     produce(api, "rest_avro", {"type": "AVRO", "subject": "rest_avro-value", "data": {"id": 1, "name": union}})
     produce(api, "rest_avro", {"type": "AVRO", "schema_id": schema_id, "data": {"id": 2}})
+    # Confluent Cloud's way (its produce API takes no schema): BINARY data in the Schema Registry wire format,
+    # magic byte 0, the schema id, then Avro binary: id 3 is zig-zag 0x06, union branch 1 is 0x02, "wire" is
+    # its length (zig-zag 0x08) and its bytes
+    wire = bytes([0]) + schema_id.to_bytes(4, "big") + b"\x06\x02\x08wire"
+    produce(api, "rest_avro", {"type": "BINARY", "data": base64.b64encode(wire).decode()})
     _, rows = api.query("SELECT id, name FROM rest_avro")
-    assert sorted(rows) == [["1", "x"], ["2", None]]
+    assert sorted(rows) == [["1", "x"], ["2", None], ["3", "wire"]]
+    not_wire = base64.b64encode(b"plain bytes").decode()
+    assert "wire format" in kafka_error(api.call("POST", f"{TOPICS}/rest_avro/records", json={
+        "value": {"type": "BINARY", "data": not_wire}}), 400, 400)
+    unknown = base64.b64encode(bytes([0]) + (987654321).to_bytes(4, "big") + b"\x06").decode()
+    kafka_error(api.call("POST", f"{TOPICS}/rest_avro/records", json={
+        "value": {"type": "BINARY", "data": unknown}}), 404, 40403)
     assert "'extra'" in kafka_error(api.call("POST", f"{TOPICS}/rest_avro/records", json={
         "value": {"type": "AVRO", "schema_id": schema_id, "data": {"id": 3, "extra": 1}}}), 400, 400)
     assert "'id'" in kafka_error(api.call("POST", f"{TOPICS}/rest_avro/records", json={
@@ -108,8 +120,10 @@ def test_avro_and_json_schema_values_through_the_registry(api: Api) -> None:
     produce(api, "rest_js", {"type": "JSONSCHEMA", "schema_id": js, "data": {"id": 5, "note": "n"}})
     assert "is AVRO" in kafka_error(api.call("POST", f"{TOPICS}/rest_js/records", json={
         "value": {"type": "JSONSCHEMA", "schema_id": schema_id, "data": {"id": 5}}}), 400, 400)
+    wire_json = bytes([0]) + js.to_bytes(4, "big") + json.dumps({"id": 6, "note": "w"}).encode()
+    produce(api, "rest_js", {"type": "BINARY", "data": base64.b64encode(wire_json).decode()})
     _, rows = api.query("SELECT id, note FROM rest_js")
-    assert rows == [["5", "n"]]
+    assert sorted(rows) == [["5", "n"], ["6", "w"]]
 
 
 def test_a_running_statement_reads_a_produced_record_within_a_second(api: Api, local_service) -> None:  # type: ignore[no-untyped-def]
