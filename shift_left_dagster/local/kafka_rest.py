@@ -131,6 +131,9 @@ def kafka_rest_routes(engine: Engine) -> list[Route]:
             return kafka_error(404, 40403, "This server does not host this topic-partition.")
         try:
             record = RecordIn.model_validate(await request.json())
+            if record.partition_id is not None:  # refused, not ignored: the client would read another partition
+                raise ProduceError(400, 400, "partition_id is not supported by the local service: a record goes to "
+                                             "the partition the table's key hashes it to (leave partition_id out)")
             row, sizes = _row(registry, table, record)
         except (ValidationError, ValueError) as error:
             return kafka_error(400, 400, _invalid(error))

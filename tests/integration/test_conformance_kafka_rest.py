@@ -82,6 +82,8 @@ def test_produce_json_into_a_table_and_its_errors(api: Api) -> None:
     assert "id" in kafka_error(api.call("POST", f"{TOPICS}/rest_orders/records", json={
         "value": {"type": "JSON", "data": {"name": "no key"}}}), 400, 400)  # the NOT NULL key is missing
     kafka_error(api.call("POST", f"{TOPICS}/no_such_topic/records", json={"value": {"data": {}}}), 404, 40403)
+    assert "partition_id" in kafka_error(api.call("POST", f"{TOPICS}/rest_orders/records", json={
+        "partition_id": 1, "value": {"type": "JSON", "data": {"id": 8}}}), 400, 400)  # not served: said so
     kafka_error(api.call("POST", f"{TOPICS}/rest_orders/records", data="{not json"), 400, 400)
 
 
