@@ -52,7 +52,7 @@ def control_plane_routes() -> list[Route]:
     async def list_environments(request: Request) -> Response:
         base = _base(request)
         return JSONResponse({"api_version": "org/v2", "kind": "EnvironmentList",
-                             "metadata": {"first": f"{base}/org/v2/environments", "next": ""},
+                             "metadata": {"first": f"{base}/org/v2/environments", "next": None},
                              "data": [environment(base)]})
 
     async def get_environment(request: Request) -> Response:
@@ -75,7 +75,7 @@ def control_plane_routes() -> list[Route]:
             return problem
         base = _base(request)
         return JSONResponse({"api_version": "cmk/v2", "kind": "ClusterList",
-                             "metadata": {"first": f"{base}/cmk/v2/clusters", "next": ""},
+                             "metadata": {"first": f"{base}/cmk/v2/clusters", "next": None},
                              "data": [cluster(base)]})
 
     async def get_cluster(request: Request) -> Response:

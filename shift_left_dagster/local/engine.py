@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
@@ -43,6 +44,7 @@ logger = logging.getLogger(__name__)
 PENDING, RUNNING, COMPLETED, FAILED = "PENDING", "RUNNING", "COMPLETED", "FAILED"
 STOPPING, STOPPED, DELETING = "STOPPING", "STOPPED", "DELETING"
 MAX_QUIESCE_ROUNDS = 200
+T = TypeVar("T")
 
 VALIDATION = "org.apache.flink.table.api.ValidationException"
 PARSER = "org.apache.flink.table.api.SqlParserException"
@@ -65,6 +67,7 @@ class Engine:
         self._quiet_waiters: list[tuple[threading.Event, dict[str, Any]]] = []
         self._waiters_lock = threading.Lock()
         self._thread: threading.Thread | None = None
+        self._calls: list[tuple[Callable[[], Any], Future[Any]]] = []  # run on the engine thread
         self._jobs: dict[str, Job] = {}  # compiled jobs of RUNNING statements
         self._at_once: dict[str, bool] = {}  # statement -> completes when it starts (see _control)
         self.startup_error: str | None = None
@@ -88,6 +91,16 @@ class Engine:
     def drop_table(self, uid: str) -> None:
         """A topic deleted through Kafka REST: its statements fail on their next read, as on Kafka."""
         drop_table(self.store, self.data_dir / "tables", uid)
+
+    def on_engine_thread(self, action: Callable[[], T], timeout: float = 60.0) -> T:
+        """Run `action` on the engine thread before its next run and give its result: the thread that
+        writes table logs, so records produced over Kafka REST take their offsets there, never beside a
+        run's write; the runs after it read them."""
+        future: Future[T] = Future()
+        with self._waiters_lock:
+            self._calls.append((action, future))
+        self._wake.set()
+        return future.result(timeout)
 
     @property
     def ready(self) -> bool:
@@ -179,7 +192,14 @@ class Engine:
         return changed
 
     def _control(self) -> bool:
-        changed = False
+        with self._waiters_lock:
+            calls, self._calls = self._calls, []
+        for action, future in calls:
+            try:
+                future.set_result(action())
+            except Exception as error:  # the caller's to report
+                future.set_exception(error)
+        changed = bool(calls)
         for name in self.store.names_in_phase(DELETING):
             self._jobs.pop(name, None)
             self._at_once.pop(name, None)

@@ -66,19 +66,18 @@ class SchemaRegistry:
     # --- subjects ---------------------------------------------------------------------------
 
     def subjects(self, prefix: str = "", deleted: bool = False) -> list[str]:
-        return [n for n, soft in self.store.subjects(include_deleted=deleted) if n.startswith(prefix)]
+        """Subjects with a version to show: one whose every version is soft-deleted is listed only with
+        `deleted`, as the registry does."""
+        names = [n for n, _soft in self.store.subjects(include_deleted=True) if n.startswith(prefix)]
+        return [n for n in names if self._versions(n, deleted)]
 
     def versions(self, subject: str, deleted: bool = False) -> list[int]:
-        self._require_subject(subject, deleted)
-        return [v.version for v in self._versions(subject, deleted)]
+        return [v.version for v in self._visible(subject, deleted)]
 
     def version(self, subject: str, version: str, deleted: bool = False) -> SchemaVersion:
-        self._require_subject(subject, deleted)
         number = _version_number(version)
-        versions = self._versions(subject, deleted)
+        versions = self._visible(subject, deleted)
         if number == -1:
-            if not versions:
-                raise RegistryError(404, 40402, f"Version {version} not found.")
             return versions[-1]
         found = next((v for v in versions if v.version == number), None)
         if found is None:
@@ -114,7 +113,7 @@ class SchemaRegistry:
         return schema_id
 
     def delete_version(self, subject: str, version: str, permanent: bool) -> int:
-        self._require_subject(subject, deleted=permanent)
+        self._visible(subject, deleted=permanent)
         found = self.version(subject, version, deleted=True)
         row = self._one("SELECT deleted FROM schema_versions WHERE subject = ? AND version = ?", subject,
                         found.version)
@@ -160,10 +159,12 @@ class SchemaRegistry:
 
     # --- internals ------------------------------------------------------------------------
 
-    def _require_subject(self, subject: str, deleted: bool) -> None:
-        state = dict(self.store.subjects(include_deleted=True)).get(subject)
-        if state is None or (state and not deleted):
+    def _visible(self, subject: str, deleted: bool) -> list[SchemaVersion]:
+        """A subject's versions (soft-deleted ones too with `deleted`); 40401 when there is none to show."""
+        versions = self._versions(subject, deleted) if subject in dict(self.store.subjects(True)) else []
+        if not versions:
             raise RegistryError(404, 40401, f"Subject '{subject}' not found.")
+        return versions
 
     def _versions(self, subject: str, deleted: bool, only: int | None = None) -> list[SchemaVersion]:
         self._derive(subject)

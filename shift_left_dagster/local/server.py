@@ -31,6 +31,8 @@ from shift_left_dagster.local.api import (
     pool_resource,
     statements_path,
 )
+from shift_left_dagster.local.catalog import TableDef
+from shift_left_dagster.local.catalog_search import catalog_search_routes
 from shift_left_dagster.local.control_plane import control_plane_routes
 from shift_left_dagster.local.engine import (
     COMPLETED,
@@ -42,6 +44,7 @@ from shift_left_dagster.local.engine import (
     STOPPING,
     Engine,
 )
+from shift_left_dagster.local.kafka_rest import kafka_rest_routes, topic_body
 from shift_left_dagster.local.limits import shorten
 from shift_left_dagster.local.metrics import metrics_routes
 from shift_left_dagster.local.registry_api import registry_routes
@@ -54,7 +57,7 @@ from shift_left_dagster.local.topic_configs import topic_config_routes
 DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, RESULT_PAGE_SIZE = 10, 100, 1000
 MAX_CFU_VALUES = (5, 10, 20, 30, 40, 50)
 MAX_STATEMENT_BYTES = 4 * 1024 * 1024
-_KAFKA_PATHS = re.compile(r"^/(kafka/|subjects|schemas/)")
+_KAFKA_PATHS = re.compile(r"^/(kafka/|subjects|schemas/|catalog/)")
 _STARTED = now()
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -81,9 +84,11 @@ def create_app(engine: Engine, api_key: str, api_secret: str) -> Starlette:
         Route("/kafka/v3/clusters/{cluster_id}/topics", handlers.list_topics, methods=["GET"]),
         Route("/kafka/v3/clusters/{cluster_id}/topics/{topic}", handlers.get_topic, methods=["GET"]),
         Route("/kafka/v3/clusters/{cluster_id}/topics/{topic}", handlers.delete_topic, methods=["DELETE"]),
+        *kafka_rest_routes(engine),
         *topic_config_routes(engine.store),
         *registry_routes(engine.store),
-        *metrics_routes(engine.store),
+        *catalog_search_routes(engine.store),
+        *metrics_routes(engine.store, engine.data_dir),
         *control_plane_routes(),
     ]
     middleware = [Middleware(BaseHTTPMiddleware, dispatch=_authenticate(api_key, api_secret))]
@@ -216,7 +221,7 @@ class _Handlers:
         pool = params.get("spec.compute_pool_id")
         page, last = self.store.statements(compute_pool_id=pool, after=after, limit=size, labels=labels)
         base = f"{_base(request)}{statements_path()}"
-        following = ""
+        following = None  # no next page: null, as the other lists (an empty string is not a URL)
         if last is not None:
             query = {k: v for k, v in params.items() if k != "page_token"} | {"page_size": str(size),
                                                                                 "page_token": str(last)}
@@ -399,14 +404,7 @@ class _Handlers:
         return [t.model_dump() for t in self.store.tables(database=cluster_id)]
 
     def _topic(self, request: Request, table: dict[str, Any]) -> dict[str, Any]:
-        cluster = request.path_params["cluster_id"]
-        url = f"{_base(request)}/kafka/v3/clusters/{cluster}/topics/{table['id']['name']}"
-        return {"kind": "KafkaTopic", "metadata": {"self": url, "resource_name": f"crn:///kafka={cluster}/topic="
-                                                                                 f"{table['id']['name']}"},
-                "cluster_id": cluster, "topic_name": table["id"]["name"], "is_internal": False,
-                "replication_factor": 3, "partitions_count": table["partitions"],
-                "partitions": {"related": f"{url}/partitions"}, "configs": {"related": f"{url}/configs"},
-                "partition_reassignments": {"related": f"{url}/partitions/-/reassignment"}}
+        return topic_body(_base(request), request.path_params["cluster_id"], TableDef.model_validate(table))
 
     async def list_topics(self, request: Request) -> Response:
         cluster = request.path_params["cluster_id"]

@@ -1,5 +1,5 @@
 """Paging, error shapes for unknown paths and wrong methods, results of FAILED statements, control-plane reads
-(org/v2, cmk/v2) and the telemetry query API, from the reference (§1, §2.4, §2.8, §2.10) and Confluent's API
+(org/v2, cmk/v2) and the task graph, from the reference (§1, §2.4, §2.8, §2.10) and Confluent's API
 documentation."""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import pytest
 
 from shift_left_dagster.project.config import LOCAL_CLUSTER_ID, LOCAL_ENVIRONMENT_ID
 from tests.integration.conformance import Api, error_item, kafka_error
-from tests.integration.support import quiesce
 
 pytestmark = pytest.mark.service
 
@@ -38,7 +37,8 @@ def test_paging_returns_every_statement_exactly_once(api: Api) -> None:
         body = page.json()
         assert body["kind"] == "StatementList" and body["api_version"] == "sql/v1"
         seen += [s["name"] for s in body["data"]]
-        url, params, pages = body["metadata"]["next"] or None, None, pages + 1
+        assert body["metadata"]["next"] != ""  # a URL, or null on the last page: never "" (not a URL)
+        url, params, pages = body["metadata"]["next"], None, pages + 1
     assert sorted(seen) == sorted(created) and len(seen) == len(set(seen)) == 250
     assert pages == 3
 
@@ -79,6 +79,9 @@ def test_details_never_repeat_a_huge_sql_text(api: Api) -> None:
 def test_environments_and_clusters(api: Api) -> None:
     envs = api.call("GET", "/org/v2/environments")
     assert envs.status_code == 200 and envs.json()["kind"] == "EnvironmentList"
+    # list metadata: `next` is omitted or a URL or null when there is no next page, never "" (not a URL)
+    for listed in (envs, api.call("GET", "/cmk/v2/clusters", params={"environment": LOCAL_ENVIRONMENT_ID})):
+        assert listed.json()["metadata"].get("next") is None, listed.json()["metadata"]
     env = envs.json()["data"][0]
     assert env["id"] == LOCAL_ENVIRONMENT_ID and env["kind"] == "Environment" and env["display_name"]
     assert api.call("GET", f"/org/v2/environments/{LOCAL_ENVIRONMENT_ID}").json() == env
@@ -91,42 +94,6 @@ def test_environments_and_clusters(api: Api) -> None:
     error_item(api.call("GET", "/cmk/v2/clusters"), 400)  # environment is required
     got = api.call("GET", f"/cmk/v2/clusters/{LOCAL_CLUSTER_ID}", params={"environment": LOCAL_ENVIRONMENT_ID})
     assert got.json()["id"] == LOCAL_CLUSTER_ID
-
-
-def metric(api: Api, name: str, statement: str, **extra: object) -> dict:
-    query = {"aggregations": [{"metric": f"io.confluent.flink/{name}"}],
-             "filter": {"op": "AND", "filters": [
-                 {"field": "resource.flink_statement.name", "op": "EQ", "value": statement}]},
-             "granularity": "PT1M", "intervals": ["2024-01-01T00:00:00Z/2100-01-01T00:00:00Z"], "limit": 1000,
-             **extra}
-    response = api.call("POST", "/v2/metrics/cloud/query", json=query)
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-def test_statement_metrics(api: Api, local_service) -> None:  # type: ignore[no-untyped-def]
-    for sql in ("CREATE TABLE metric_src (id INT)", "CREATE TABLE metric_sink (id INT)",
-                "INSERT INTO metric_src VALUES (1), (2), (3), (4)"):
-        api.run(sql)
-    name = api.create("INSERT INTO metric_sink SELECT id FROM metric_src WHERE id > 1")
-    api.wait(name, {"RUNNING"})
-    quiesce(local_service.url)
-    records_in = metric(api, "num_records_in", name)
-    assert [p["value"] for p in records_in["data"]] == [4.0] and records_in["data"][0]["timestamp"]
-    assert [p["value"] for p in metric(api, "num_records_out", name)["data"]] == [3.0]
-    assert [p["value"] for p in metric(api, "pending_records", name)["data"]] == [0.0]
-
-    api.call("PATCH", f"{api.statements}/{name}", json=[{"op": "replace", "path": "/spec/stopped", "value": True}])
-    api.wait(name, {"STOPPED"})
-    api.run("INSERT INTO metric_src VALUES (5), (6)")
-    # shift_left's query: grouped by table, GROUPED format
-    grouped = metric(api, "pending_records", name, group_by=["metric.table_name"], format="GROUPED")
-    assert grouped["data"] == [{"metric.table_name": "metric_src", "points": [
-        {"timestamp": grouped["data"][0]["points"][0]["timestamp"], "value": 2.0}]}]
-    by_statement = metric(api, "num_records_in", name, group_by=["resource.flink_statement.name"])
-    assert by_statement["data"][0]["resource.flink_statement.name"] == name
-    bad = api.call("POST", "/v2/metrics/cloud/query", json={"aggregations": [{"metric": "io.confluent.flink/nope"}]})
-    error_item(bad, 400)
 
 
 def test_task_graph_of_a_running_statement(api: Api) -> None:

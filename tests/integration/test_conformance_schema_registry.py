@@ -90,3 +90,18 @@ def test_dropping_the_table_removes_its_subjects(api: Api) -> None:
     assert api.call("GET", "/subjects/sr_dropped-value/versions").json() == [1]
     api.run("DROP TABLE sr_dropped")
     kafka_error(api.call("GET", "/subjects/sr_dropped-value/versions"), 404, 40401)
+
+
+def test_a_subject_whose_every_version_is_soft_deleted_is_gone_until_asked_for(api: Api) -> None:
+    """The registry's reference: a soft-deleted version is seen only with `deleted=true`; a subject
+    with no live version is not listed, and its versions and `latest` answer 40401."""
+    api.call("POST", "/subjects/sr-only/versions", json={"schema": json.dumps({"type": "double"})})
+    assert api.call("DELETE", "/subjects/sr-only/versions/1").json() == 1
+    assert "sr-only" not in api.call("GET", "/subjects").json()
+    assert "sr-only" in api.call("GET", "/subjects", params={"deleted": "true"}).json()
+    kafka_error(api.call("GET", "/subjects/sr-only/versions"), 404, 40401)
+    kafka_error(api.call("GET", "/subjects/sr-only/versions/latest"), 404, 40401)
+    assert api.call("GET", "/subjects/sr-only/versions", params={"deleted": "true"}).json() == [1]
+    assert api.call("GET", "/subjects/sr-only/versions/1", params={"deleted": "true"}).json()["version"] == 1
+    assert api.call("DELETE", "/subjects/sr-only/versions/1", params={"permanent": "true"}).json() == 1
+    assert "sr-only" not in api.call("GET", "/subjects", params={"deleted": "true"}).json()

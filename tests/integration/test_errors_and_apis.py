@@ -8,7 +8,7 @@ import requests
 from shift_left_dagster.confluent.errors import StatementFailed
 from shift_left_dagster.local.api import statements_path
 from shift_left_dagster.project.config import LOCAL_API_KEY, LOCAL_API_SECRET
-from tests.integration.support import client_for, run, unique
+from tests.integration.support import client_for, quiesce, run, unique
 
 pytestmark = pytest.mark.service
 AUTH = (LOCAL_API_KEY, LOCAL_API_SECRET)
@@ -129,3 +129,17 @@ def test_compute_pools(local_service):  # type: ignore[no-untyped-def]
     pool = client.create_compute_pool("local-extra", max_cfu=10, timeout=30)
     assert pool.status.phase == "PROVISIONED" and pool.id.startswith("lfcp-")
     assert client.get_compute_pool(pool.id).spec.display_name == "local-extra"
+
+
+def test_our_metrics_client_reads_the_local_metrics_api(local_service) -> None:  # type: ignore[no-untyped-def]
+    """`statements` and the health sensor read per-statement counts with ConfluentClient.statement_metrics:
+    the local Metrics API's per-minute points must give it the current totals."""
+    client = client_for(local_service.url)
+    run(client, unique("mc-ddl"), "CREATE TABLE mc_src (id INT)")
+    run(client, unique("mc-ddl"), "CREATE TABLE mc_sink (id INT)")
+    run(client, unique("mc-seed"), "INSERT INTO mc_src VALUES (1), (2), (3)")
+    name = unique("mc-copy")
+    run(client, name, "INSERT INTO mc_sink SELECT id FROM mc_src WHERE id > 1", "RUNNING")
+    quiesce(local_service.url)
+    counts = client.statement_metrics()[name]
+    assert (counts.records_in, counts.records_out, counts.pending_records) == (3, 2, 0)

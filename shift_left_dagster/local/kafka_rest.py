@@ -1,0 +1,282 @@
+"""Kafka REST v3 writes: create a topic (a table) and produce records into its log.
+
+A produced record is written by the engine thread (`Engine.on_engine_thread`),
+as a batch of the table's log like any statement's write, so the running
+statements reading the table read it in their next run. Values are JSON,
+STRING or BINARY as Confluent Cloud's produce API takes them (BINARY into a
+typed table: the Schema Registry wire format, decoded with the registered
+schema, as Confluent Cloud clients send schema'd records), or AVRO /
+JSONSCHEMA data checked against a registered schema named by `schema_id` or
+`subject` (+ `schema_version`), as Confluent's REST Proxy v3 takes them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import uuid
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+from pyspark.sql import types as T
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from shift_left_dagster.local.api import kafka_error
+from shift_left_dagster.local.catalog import INSERT, OP, ROWTIME, TableDef, TableId
+from shift_left_dagster.local.engine import Engine
+from shift_left_dagster.local.record_schemas import SchemaMismatch, check, columns_of
+from shift_left_dagster.local.schema_registry import RegistryError, SchemaRegistry, SchemaVersion
+from shift_left_dagster.local.settings import IDENTITY
+from shift_left_dagster.local.storage import NotNullViolation
+from shift_left_dagster.local.store import Batch
+from shift_left_dagster.local.topic_configs import ConfigEntry, TopicConfigs
+from shift_left_dagster.local.types import spark_type_of
+from shift_left_dagster.local.wire_format import decode, is_wire_format
+
+TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Kafka's legal topic names
+MAX_PARTITIONS = 4096
+
+
+class ConfigIn(BaseModel):
+    name: str
+    value: str | None = None
+
+
+class TopicIn(BaseModel):
+    topic_name: str
+    partitions_count: int | None = Field(default=None, ge=1, le=MAX_PARTITIONS)
+    replication_factor: int | None = None
+    configs: list[ConfigIn] = Field(default_factory=list)
+    validate_only: bool = False
+
+
+class DataIn(BaseModel):
+    type: str | None = None
+    data: Any = None
+    schema_id: int | None = None
+    subject: str | None = None
+    subject_name_strategy: str | None = None
+    schema_version: int | None = None
+
+
+class RecordIn(BaseModel):
+    partition_id: int | None = None
+    headers: list[dict[str, Any]] = Field(default_factory=list)
+    key: DataIn | None = None
+    value: DataIn | None = None
+    timestamp: datetime | None = None
+
+
+class ProduceError(ValueError):
+    """A record the produce API refuses: HTTP status, Kafka REST error code, message."""
+
+    def __init__(self, status: int, code: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code = status, code
+
+
+def topic_body(base: str, cluster: str, table: TableDef) -> dict[str, Any]:
+    """A KafkaTopic resource as Kafka REST v3 answers it."""
+    url = f"{base}/kafka/v3/clusters/{cluster}/topics/{table.name}"
+    return {"kind": "KafkaTopic", "metadata": {"self": url, "resource_name": f"crn:///kafka={cluster}/topic="
+                                                                             f"{table.name}"},
+            "cluster_id": cluster, "topic_name": table.name, "is_internal": False,
+            "replication_factor": 3, "partitions_count": table.partitions,
+            "partitions": {"related": f"{url}/partitions"}, "configs": {"related": f"{url}/configs"},
+            "partition_reassignments": {"related": f"{url}/partitions/-/reassignment"}}
+
+
+def kafka_rest_routes(engine: Engine) -> list[Route]:
+    store, registry, configs = engine.store, SchemaRegistry(engine.store), TopicConfigs(engine.store)
+
+    def table_of(cluster: str, topic: str) -> TableDef | None:
+        return store.table(TableId(catalog=IDENTITY.environment_id, database=cluster, name=topic))
+
+    async def create_topic(request: Request) -> Response:
+        cluster = request.path_params["cluster_id"]
+        if cluster != IDENTITY.cluster_id:
+            return kafka_error(404, 40402, f"Cluster {cluster} not found.")
+        try:
+            body = TopicIn.model_validate(await request.json())
+        except (ValidationError, ValueError) as error:
+            return kafka_error(400, 400, _invalid(error))
+        if not TOPIC_NAME.match(body.topic_name):
+            return kafka_error(400, 40002, f"Topic name '{body.topic_name[:300]}' is illegal: it must be 1 to 249 "
+                                           f"characters of ASCII letters, digits, '.', '_' and '-'")
+        if table_of(cluster, body.topic_name) is not None:
+            return kafka_error(400, 40002, f"Topic '{body.topic_name}' already exists.")
+        value_schema = _latest(registry, f"{body.topic_name}-value")
+        table = TableDef(uid=uuid.uuid4().hex, id=TableId(catalog=IDENTITY.environment_id, database=cluster,
+                                                          name=body.topic_name),
+                         columns=columns_of(value_schema), partitions=body.partitions_count or 6)
+        if not body.validate_only:
+            store.create_table(table)
+            configs.alter(table, [ConfigEntry(name=c.name, value=c.value) for c in body.configs
+                                  if c.value is not None])
+        return JSONResponse(topic_body(str(request.base_url).rstrip("/"), cluster, table), status_code=201)
+
+    async def produce(request: Request) -> Response:
+        cluster, topic = request.path_params["cluster_id"], request.path_params["topic"]
+        if cluster != IDENTITY.cluster_id:
+            return kafka_error(404, 40402, f"Cluster {cluster} not found.")
+        table = table_of(cluster, topic)
+        if table is None:
+            return kafka_error(404, 40403, "This server does not host this topic-partition.")
+        try:
+            record = RecordIn.model_validate(await request.json())
+            if record.partition_id is not None:  # refused, not ignored: the client would read another partition
+                raise ProduceError(400, 400, "partition_id is not supported by the local service: a record goes to "
+                                             "the partition the table's key hashes it to (leave partition_id out)")
+            row, sizes = _row(registry, table, record)
+        except (ValidationError, ValueError) as error:
+            return kafka_error(400, 400, _invalid(error))
+        except ProduceError as error:
+            return kafka_error(error.status, error.code, str(error))
+        except RegistryError as error:
+            return kafka_error(error.status, error.code, error.message)
+        stamp = record.timestamp or datetime.now(UTC)
+        try:
+            values = [stamp if c.metadata_key == "timestamp" and row.get(c.name) is None else
+                      _spark_value(row.get(c.name), spark_type_of(c.type), c.name) for c in table.stored_columns]
+            batch = await run_in_threadpool(engine.on_engine_thread, lambda: _append(engine, table, values, stamp))
+        except ProduceError as error:
+            return kafka_error(error.status, error.code, str(error))
+        except (NotNullViolation, TypeError, ValueError) as error:  # Spark's check of a value against its column
+            return kafka_error(400, 400, str(error))
+        partition, (offset, _end) = next(iter(batch.ranges.items()))
+        return JSONResponse({"error_code": 200, "cluster_id": cluster, "topic_name": topic,
+                             "partition_id": partition, "offset": offset,
+                             "timestamp": stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+                             **{part: ({"type": data.type or "JSON", "size": sizes[part]} if data else None)
+                                for part, data in (("key", record.key), ("value", record.value))}})
+
+    base = "/kafka/v3/clusters/{cluster_id}/topics"
+    return [Route(base, create_topic, methods=["POST"]), Route(base + "/{topic}/records", produce, methods=["POST"])]
+
+
+def _latest(registry: SchemaRegistry, subject: str) -> SchemaVersion | None:
+    try:
+        return registry.version(subject, "latest")
+    except RegistryError:
+        return None
+
+
+def _row(registry: SchemaRegistry, table: TableDef, record: RecordIn) -> tuple[dict[str, Any], dict[str, int]]:
+    """The record as a row of the table's stored columns (key fields, then value fields), and the size of
+    its key and value."""
+    row: dict[str, Any] = {}
+    sizes: dict[str, int] = {}
+    raw = [c.name for c in table.stored_columns] == ["key", "val"]
+    for part, data in (("key", record.key), ("value", record.value)):
+        if data is None:
+            continue
+        fields = _decoded(registry, table.name, part, data)
+        sizes[part] = len(fields if isinstance(fields, bytes) else json.dumps(fields).encode())
+        if not raw and isinstance(fields, bytes):  # a schema'd record as Confluent Cloud clients produce it
+            if not is_wire_format(fields):
+                raise ProduceError(400, 400, f"the {part} of {table.name} is BINARY but not in the Schema "
+                                             f"Registry wire format (magic byte 0, schema id, encoded value)")
+            try:
+                fields = decode(fields, registry)
+            except SchemaMismatch as error:
+                raise ProduceError(400, 400, f"{part}: {error}") from None
+        if raw:
+            row["key" if part == "key" else "val"] = fields if isinstance(fields, bytes) else \
+                json.dumps(fields).encode()
+        elif isinstance(fields, dict):
+            row.update(fields)
+        elif part == "value" or fields is not None:
+            raise ProduceError(400, 400, f"the {part} must be a JSON object of {table.name}'s columns")
+    stored = {c.name.lower(): c.name for c in table.stored_columns}  # names match as Flink's, in any case
+    unknown = [name for name in row if name.lower() not in stored]
+    if unknown:
+        raise ProduceError(400, 400, f"field '{unknown[0]}' is not a column of {table.name}")
+    return {stored[name.lower()]: value for name, value in row.items()}, sizes
+
+
+def _decoded(registry: SchemaRegistry, topic: str, part: str, data: DataIn) -> Any:
+    """The data of a key or value: JSON as given, a STRING as UTF-8 bytes, BINARY base64-decoded, AVRO /
+    JSONSCHEMA checked against its registered schema."""
+    kind = (data.type or ("AVRO" if data.schema_id or data.subject else "JSON")).upper()
+    if kind == "BINARY":
+        try:
+            return base64.b64decode(str(data.data), validate=True)
+        except (binascii.Error, ValueError):
+            raise ProduceError(400, 400, f"{part}.data is not base64 for type BINARY") from None
+    if kind == "STRING":
+        return str(data.data).encode()
+    if kind == "JSON" and data.schema_id is None and data.subject is None:
+        return data.data
+    if kind not in ("AVRO", "JSONSCHEMA", "JSON"):
+        raise ProduceError(400, 400, f"{part}.type '{data.type}' is not supported here: use JSON, STRING, BINARY, "
+                                     f"AVRO or JSONSCHEMA")
+    if data.schema_id is not None:
+        schema = registry.schema_by_id(data.schema_id)
+    else:
+        subject = data.subject or f"{topic}-{part}"
+        schema = registry.version(subject, str(data.schema_version or "latest"))
+    expected = "AVRO" if kind == "AVRO" else "JSON"
+    if schema.schemaType != expected:
+        raise ProduceError(400, 400, f"{part}: schema id {schema.id} is {schema.schemaType}, not {kind}")
+    try:
+        return check(schema, data.data)
+    except SchemaMismatch as error:
+        raise ProduceError(400, 400, f"{part}: {error}") from None
+
+
+def _append(engine: Engine, table: TableDef, values: list[Any], stamp: datetime) -> Batch:
+    """Write one record (its stored columns' values) as a batch of the table's log and register it (on
+    the engine thread)."""
+    logs = engine.logs
+    schema = T.StructType([T.StructField(c.name, spark_type_of(c.type)) for c in table.stored_columns]
+                          + [T.StructField(ROWTIME, T.TimestampType()), T.StructField(OP, T.ByteType())])
+    frame = logs.spark.createDataFrame([(*values, stamp, INSERT)], schema)
+    batch = logs.write(table, frame, None, collect=True, small_input=True)
+    assert batch is not None  # one record was written
+    engine.store.append_batches([batch])
+    return batch
+
+
+def _spark_value(value: Any, kind: T.DataType, name: str) -> Any:
+    """A JSON value as the Python value Spark takes for a column of this type."""
+    if value is None:
+        return None
+    try:
+        if isinstance(kind, (T.TimestampType, T.TimestampNTZType)):
+            moment = datetime.fromtimestamp(value / 1000, UTC) if isinstance(value, (int, float)) else \
+                datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+            return moment.replace(tzinfo=None) if isinstance(kind, T.TimestampNTZType) else moment
+        if isinstance(kind, T.DateType):
+            return date.fromordinal(date(1970, 1, 1).toordinal() + value) if isinstance(value, int) else \
+                date.fromisoformat(str(value))
+        if isinstance(kind, T.DecimalType):
+            return Decimal(str(value))
+        if isinstance(kind, T.BinaryType):
+            return value if isinstance(value, bytes) else base64.b64decode(str(value))
+        if isinstance(kind, (T.LongType, T.IntegerType, T.ShortType, T.ByteType)) and not isinstance(value, bool):
+            return int(value) if isinstance(value, int) or str(value).lstrip("-").isdigit() else _refuse(name, value)
+        if isinstance(kind, (T.DoubleType, T.FloatType)) and isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(kind, T.StringType) and not isinstance(value, (dict, list)):
+            return value if isinstance(value, str) else json.dumps(value)
+    except (ValueError, TypeError, binascii.Error):
+        _refuse(name, value)
+    return value
+
+
+def _refuse(name: str, value: Any) -> Any:
+    raise ProduceError(400, 400, f"field '{name}': {json.dumps(value)[:100]} does not fit its column type")
+
+
+def _invalid(error: Exception) -> str:
+    if isinstance(error, ValidationError):
+        first = error.errors()[0]
+        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+    return "the request body is not JSON" if isinstance(error, json.JSONDecodeError) else str(error)
