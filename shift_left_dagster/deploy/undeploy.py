@@ -34,10 +34,12 @@ def readers(live: LiveState, physical: str, ignore: set[str]) -> list[str]:
 
 def undeploy_plan(graph: ProjectGraph, tables: list[str], live: LiveState, options: PlanOptions,
                   *, strict: bool = True) -> DeploymentPlan:
-    """UNDEPLOY steps for `tables` (serving version, every statement labelled with it), children first."""
-    serving = live.serving_versions()
+    """UNDEPLOY steps for `tables` (serving version, every statement of this project labelled with it: see
+    `LiveState.of_project`), children first; a table any statement reads is kept."""
+    everyone, live = live, live.of_project(set(graph.tables) | set(tables))
     known = [t for t in tables if t in graph.tables]
     ordered = list(reversed(graph.sorted_subset(known))) + sorted(t for t in tables if t not in graph.tables)
+    serving = live.serving_versions()
     retiring = {s.name for t in ordered for s in live.statements_of(t, serving.get(t, 1))}
     steps: list[PlanStep] = []
     problems = []
@@ -46,7 +48,7 @@ def undeploy_plan(graph: ProjectGraph, tables: list[str], live: LiveState, optio
         physical = versioned_name(table, version)
         statements = [s.name for s in live.statements_of(table, version)]
         product = graph.tables[table].product if table in graph.tables else None
-        still_read = readers(live, physical, retiring)
+        still_read = readers(everyone, physical, retiring)
         step = PlanStep(index=len(steps), action=Action.UNDEPLOY, table=table, product=product, version=version,
                         physical_table=physical, retire=statements, drop_table=True,
                         drop_statement=statement_name(options.environment, product, "drop", physical),
@@ -56,6 +58,10 @@ def undeploy_plan(graph: ProjectGraph, tables: list[str], live: LiveState, optio
             problems.append(problem)
             step = step.model_copy(update={"action": Action.SKIP, "reason": problem, "retire": [],
                                            "drop_table": False})
+        elif not statements and _other_projects(everyone, table):
+            owners = ", ".join(_other_projects(everyone, table))
+            step = step.model_copy(update={"action": Action.SKIP, "reason": f"kept: project {owners}'s table",
+                                           "drop_table": False})
         elif not statements and live.tables is not None and physical not in live.tables:
             step = step.model_copy(update={"action": Action.SKIP, "reason": "not deployed", "drop_table": False})
         steps.append(step)
@@ -64,3 +70,9 @@ def undeploy_plan(graph: ProjectGraph, tables: list[str], live: LiveState, optio
     return DeploymentPlan(kind="undeploy", targets=ordered, options=options,
                           steps=[s.model_copy(update={"index": i, "depends_on": [i - 1] if i else []})
                                  for i, s in enumerate(steps)])
+
+
+def _other_projects(live: LiveState, table: str) -> list[str]:
+    """Projects other than the one looking whose statements write `table`: never ours to drop."""
+    return sorted({s.project for s in live.statements.values()
+                   if s.table == table and s.project is not None and s.project != live.project})

@@ -177,6 +177,7 @@ class AppSection(_Section):
     report_output_dir: str = "./reports"
     table_prefix: str = ""
     schema_context: str | None = None
+    project_name: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9-]{0,39}$")  # lease and labels key
 
     @field_validator("table_prefix")
     @classmethod
