@@ -52,6 +52,8 @@ class ConfluentFlinkResource(ConfigurableResource):
     max_parallel: int = Field(default=4, description="plan steps run at once")
     statement_timeout_seconds: float = 600.0
     settle_seconds: float = Field(default=2.0, description="an in-place replacement must stay healthy this long")
+    lease_wait_seconds: float = Field(
+        default=600.0, description="how long a run waits for another live deployment of the project to end")
     _config: FlinkProjectConfig | None = PrivateAttr(default=None)
     _client: ConfluentClient | None = PrivateAttr(default=None)
     _deployments: list["Deployment"] = PrivateAttr(default_factory=list)
@@ -110,7 +112,7 @@ class ConfluentFlinkResource(ConfigurableResource):
                         seeds_dir=seeds if seeds and seeds.is_dir() else None, max_parallel=self.max_parallel,
                         timeout=self.statement_timeout_seconds, settle_seconds=self.settle_seconds,
                         holder=f"{DAGSTER_RUN_PREFIX}{context.run.run_id}",
-                        lease_liveness=run_liveness(context.instance))
+                        lease_wait_seconds=self.lease_wait_seconds, lease_liveness=run_liveness(context.instance))
 
     def deploy(self, *, context: "AssetExecutionContext", dml_only: bool = False, force_sources: bool = False,
                may_start_children: bool = False, start_at: datetime | None = None,
