@@ -129,3 +129,21 @@ def test_materialising_a_table_with_a_missing_dml_fails_naming_the_file(project:
     (evaluation,) = result.get_asset_check_evaluations()
     assert evaluation.check_name == "flink_sql_valid" and not evaluation.passed
     assert f"{INT2_DML}:1: deleted" in str(evaluation.metadata["error"].value)
+
+
+def test_the_git_sensor_waits_on_a_commit_deleting_a_dml_and_never_undeploys(project: Path) -> None:
+    from dagster import DagsterInstance, build_sensor_context
+
+    from shift_left_dagster.defs.assets import FlinkProject
+    from shift_left_dagster.defs.sensors import git_sensor
+    from shift_left_dagster.defs.translator import FlinkTranslator
+
+    instance = DagsterInstance.ephemeral()
+    baseline = git_sensor(FlinkProject(project / "pipelines"), FlinkTranslator())(
+        build_sensor_context(instance=instance))
+    git(project, "rm", "-q", INT2_DML)
+    git(project, "commit", "-qm", "lose the dml")
+    sensor = git_sensor(FlinkProject(project / "pipelines"), FlinkTranslator())  # reloaded after the commit
+    result = sensor(build_sensor_context(instance=instance, cursor=baseline.cursor))
+    assert not result.run_requests and result.cursor == baseline.cursor
+    assert f"int_table_2: {INT2_DML}:1: deleted while its table folder" in str(result.skip_reason)
