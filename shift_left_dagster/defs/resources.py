@@ -111,8 +111,13 @@ class ConfluentFlinkResource(ConfigurableResource):
         return Deployer(client=self.get_client(), graph=info.project.graph, config=self.get_config(),
                         seeds_dir=seeds if seeds and seeds.is_dir() else None, max_parallel=self.max_parallel,
                         timeout=self.statement_timeout_seconds, settle_seconds=self.settle_seconds,
-                        holder=f"{DAGSTER_RUN_PREFIX}{context.run.run_id}",
-                        lease_wait_seconds=self.lease_wait_seconds, lease_liveness=run_liveness(context.instance))
+                        **self.run_lease(context))
+
+    def run_lease(self, context: Any) -> dict[str, Any]:
+        """How a run holds the project's lease (Deployer fields): as `dagster-run:<run_id>`, alive while the
+        instance says the run is in progress, waiting `lease_wait_seconds` for another live holder."""
+        return {"holder": f"{DAGSTER_RUN_PREFIX}{context.run.run_id}", "lease_wait_seconds": self.lease_wait_seconds,
+                "lease_liveness": run_liveness(context.instance)}
 
     def deploy(self, *, context: "AssetExecutionContext", dml_only: bool = False, force_sources: bool = False,
                may_start_children: bool = False, start_at: datetime | None = None,

@@ -15,6 +15,7 @@ from dagster import AssetKey, DagsterInstance, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
 from shift_left_dagster.defs.definitions import flink_resources
+from shift_left_dagster.defs.maintenance import HOUSEKEEP_JOB, maintenance_jobs
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.deploy.identity import project_identity
 from shift_left_dagster.deploy.lease import DeploymentLease
@@ -57,6 +58,13 @@ def test_a_run_gives_up_in_one_line_and_a_finished_runs_lease_is_taken_over(serv
         done = materialize(assets, selection=[AssetKey("src_x")], resources=resources, instance=instance)
         assert done.success
         assert not [s for s in client.list_statements() if s.name == name]
+        # the maintenance jobs are runs too: the same one-line failure
+        DeploymentLease(client, name, "dagster-run:of-another-instance", process=process).acquire()
+        housekeep = next(j for j in maintenance_jobs(FlinkProject(root / "pipelines")) if j.name == HOUSEKEEP_JOB)
+        refused = housekeep.execute_in_process(resources=resources, instance=instance, raise_on_error=False)
+        (failure,) = [e for e in refused.all_events if e.is_step_failure]
+        assert failure.step_failure_data.user_failure_data.description.startswith(
+            "another deployment is running: dagster-run:of-another-instance holds")
     finally:
         alive.kill()
         alive.wait()
