@@ -90,15 +90,16 @@ ConfigOption = Annotated[Optional[Path], typer.Option("--config", help="config.y
 PlanFlags = tuple[bool, bool, bool]
 
 
-def _deployer(pipelines: Path | None, config_file: Path | None):
-    """The one deployment object of the CLI (the Dagster resource builds the same)."""
+def _deployer(pipelines: Path | None, config_file: Path | None, exclusive: bool = True):
+    """The one deployment object of the CLI (the Dagster resource builds the same); a read-only command
+    (`exclusive=False`) neither takes nor waits for the project's deployment lease."""
     from shift_left_dagster.deploy.deployment import Deployer
     from shift_left_dagster.deploy.target import connect, resolve_mode, target_config
 
     graph = _graph(pipelines)
     config = target_config(config_file)
     seeds = graph.inventory.root / "seeds" if resolve_mode("auto", os.environ) == "local" else None
-    return Deployer(client=connect(config), graph=graph, config=config, seeds_dir=seeds)
+    return Deployer(client=connect(config), graph=graph, config=config, seeds_dir=seeds, exclusive=exclusive)
 
 
 def _run(deployment) -> None:  # noqa: ANN001 - a Deployment
@@ -154,11 +155,12 @@ def _targets(graph, tables: list[str] | None, product: str | None, list_file: Pa
     return chosen
 
 
-def _planned_deployment(pipelines: Path | None, config: Path | None, chosen: tuple, **flags: bool):  # noqa: ANN202
+def _planned_deployment(pipelines: Path | None, config: Path | None, chosen: tuple, exclusive: bool = True,
+                        **flags: bool):  # noqa: ANN202
     """The deployment of the chosen tables (`_targets` arguments), or exit 2 naming why it can't be planned."""
     from shift_left_dagster.deploy.plan import PlanError
 
-    deployer = _deployer(pipelines, config)
+    deployer = _deployer(pipelines, config, exclusive)
     try:
         return deployer.deploy(_targets(deployer.graph, *chosen), **flags)
     except PlanError as error:
@@ -184,9 +186,8 @@ def plan(
 ) -> None:
     """The ordered steps deploying TABLES would take against the configured service, with reasons."""
     deployment = _planned_deployment(pipelines, config, (tables, product, table_list_file, exclude, folder),
-                                     dml_only=dml_only, may_start_children=may_start_children,
-                                     force_sources=force_sources, force=force)
-    deployment.release()  # only printed: the next deployment may plan
+                                     exclusive=False, dml_only=dml_only, may_start_children=may_start_children,
+                                     force_sources=force_sources, force=force)  # read-only: no lease
     typer.echo(deployment.plan.model_dump_json(indent=1) if as_json else str(deployment))
 
 
@@ -260,7 +261,7 @@ def undeploy(
     if not tables and not product:
         _fail(ValueError("name tables or --product"))
     try:
-        deployment = _deployer(pipelines, config).undeploy(tables or [], product=product)
+        deployment = _deployer(pipelines, config, exclusive=not dry_run).undeploy(tables or [], product=product)
     except PlanError as error:
         _fail(error)
     if dry_run:
@@ -297,12 +298,32 @@ def housekeep(
 ) -> None:
     """Remove what no deployment needs: completed DDL, backfill and seed statements, failed statements of
     retired versions, and old blue/green versions' tables that nothing reads (plan printed first)."""
-    deployment = _deployer(pipelines, config).housekeep()
+    deployment = _deployer(pipelines, config, exclusive=not dry_run).housekeep()
     if dry_run:
         deployment.release()
         typer.echo(str(deployment))
         return
     _run(deployment)
+
+
+@app.command()
+def lease(
+    pipelines: PipelinesOption = None,
+    config: ConfigOption = None,
+    break_lease: Annotated[bool, typer.Option("--break", help="clear it, whoever holds it")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Who holds the project's deployment lease, since when, and whether they are alive; --break clears it
+    (a deployment killed on another host, whose liveness cannot be told from here)."""
+    held = _deployer(pipelines, config, exclusive=False).lease()
+    holder = held.break_() if break_lease else held.current()
+    if as_json:
+        typer.echo(json.dumps({"lease": held.name, "holder": holder.model_dump(mode="json") if holder else None,
+                               "broken": break_lease and holder is not None}, indent=1))
+    elif holder is None:
+        typer.echo(f"{held.name} is free")
+    else:
+        typer.echo(("cleared: " if break_lease else "") + holder.describe())
 
 
 @app.command()
@@ -548,11 +569,12 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 def main() -> None:
     from shift_left_dagster.confluent.errors import ConfluentError
+    from shift_left_dagster.deploy.lease import LeaseBusy
     from shift_left_dagster.project.config import ConfigFileError
 
     try:
         app()
-    except (ProjectError, ConfigFileError, ConfluentError) as error:
+    except (ProjectError, ConfigFileError, ConfluentError, LeaseBusy) as error:
         typer.echo(f"error: {error}", err=True)
         raise SystemExit(2) from None
 

@@ -218,6 +218,7 @@ class ConfluentClient:
         # Asked before each pause of a wait; True gives the wait up with Stopped (an executor that stops).
         self.should_stop: Callable[[], bool] = _never
         self._rng = rng or random.Random()
+        self.labels: dict[str, str] = {}  # added to every statement this client creates (e.g. the project's)
 
     @classmethod
     def from_config(cls, cfg: FlinkProjectConfig, **kwargs: Any) -> ConfluentClient:
@@ -275,8 +276,8 @@ class ConfluentClient:
             "environment_id": self.settings.environment_id,
             "spec": spec,
         }
-        if labels:
-            body["metadata"] = {"labels": dict(labels)}
+        if labels or self.labels:
+            body["metadata"] = {"labels": {**self.labels, **(labels or {})}}
         try:
             response = self._call(_Api.FLINK, "POST", self._statements_path(), json=body, safety=_Safety.CREATE_BY_NAME)
         except Conflict as exc:

@@ -7,7 +7,7 @@ statements and tables go, unless something still reads them (kept, and named in 
 from dagster import Config, JobDefinition, OpExecutionContext, job, op
 
 from shift_left_dagster.defs.promotion import deployer_of, run_plan
-from shift_left_dagster.defs.resources import ConfluentFlinkResource
+from shift_left_dagster.defs.resources import ConfluentFlinkResource, lease_busy_fails_the_run
 
 UNDEPLOY_JOB = "undeploy_flink_tables"
 HOUSEKEEP_JOB = "housekeep_flink_project"
@@ -28,14 +28,17 @@ def maintenance_jobs(project) -> list[JobDefinition]:  # noqa: ANN001 - a FlinkP
     @op
     def undeploy_tables(context: OpExecutionContext, config: UndeployConfig, confluent: ConfluentFlinkResource) -> None:
         """Statements removed, then tables, children first."""
-        deployment = deployer_of(project, confluent).undeploy(config.tables, product=config.product,
-                                                            strict=not config.keep_read)
+        with lease_busy_fails_the_run():
+            deployment = deployer_of(project, confluent, context).undeploy(config.tables, product=config.product,
+                                                                         strict=not config.keep_read)
         _finish(context, deployment, config.dry_run)
 
     @op
     def housekeep(context: OpExecutionContext, config: HousekeepConfig, confluent: ConfluentFlinkResource) -> None:
         """Terminal statements no plan needs, and old versions' tables nothing reads, removed."""
-        _finish(context, deployer_of(project, confluent).housekeep(), config.dry_run)
+        with lease_busy_fails_the_run():
+            deployment = deployer_of(project, confluent, context).housekeep()
+        _finish(context, deployment, config.dry_run)
 
     @job(name=UNDEPLOY_JOB, description="Undeploy tables (also ones removed from git), children first")
     def undeploy_job() -> None:

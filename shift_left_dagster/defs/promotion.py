@@ -9,7 +9,7 @@ from dagster import Config, Failure, JobDefinition, OpExecutionContext, job, op
 from shift_left_dagster.checks.candidates import verify_candidates
 from shift_left_dagster.checks.readers import open_reader
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
-from shift_left_dagster.defs.resources import ConfluentFlinkResource
+from shift_left_dagster.defs.resources import ConfluentFlinkResource, lease_busy_fails_the_run
 from shift_left_dagster.deploy.deployment import Deployer, DeploymentFailed, Unhealthy
 
 
@@ -23,9 +23,10 @@ class RollbackConfig(Config):
     tables: list[str] = []
 
 
-def deployer_of(project, confluent: ConfluentFlinkResource) -> Deployer:  # noqa: ANN001 - a FlinkProject
+def deployer_of(project, confluent: ConfluentFlinkResource,  # noqa: ANN001 - a FlinkProject
+                context: OpExecutionContext) -> Deployer:
     return Deployer(client=confluent.get_client(), graph=project.graph, config=confluent.get_config(),
-                    timeout=confluent.statement_timeout_seconds)
+                    timeout=confluent.statement_timeout_seconds, **confluent.run_lease(context))
 
 
 def run_plan(context: OpExecutionContext, deployment) -> None:  # noqa: ANN001 - a Deployment
@@ -64,13 +65,17 @@ def promotion_jobs(project) -> list[JobDefinition]:  # noqa: ANN001 - a FlinkPro
             context.log.info(f"candidates {report.candidates}; key differences {report.key_differences}")
             if report.problems:
                 raise Failure(description="not promoted: " + "; ".join(report.problems))
-        run_plan(context, deployer_of(project, confluent).promote(config.tables or None))
+        with lease_busy_fails_the_run():
+            deployment = deployer_of(project, confluent, context).promote(config.tables or None)
+        run_plan(context, deployment)
 
     @op
     def rollback_versions(context: OpExecutionContext, config: RollbackConfig,
                           confluent: ConfluentFlinkResource) -> None:
         """Candidates are removed; the serving versions were never stopped."""
-        run_plan(context, deployer_of(project, confluent).rollback(config.tables or None))
+        with lease_busy_fails_the_run():
+            deployment = deployer_of(project, confluent, context).rollback(config.tables or None)
+        run_plan(context, deployment)
 
     @job(name="promote_flink_versions", description="Verify, then promote blue/green candidate versions")
     def promote_job() -> None:

@@ -4,13 +4,16 @@
 """
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import ConfigurableResource, DagsterInstance, Failure, InitResourceContext
 from pydantic import Field, PrivateAttr
 
 from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.deploy.lease import DAGSTER_RUN_PREFIX, LeaseBusy, Liveness
 from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
 from shift_left_dagster.project.config import FlinkProjectConfig
 
@@ -49,6 +52,8 @@ class ConfluentFlinkResource(ConfigurableResource):
     max_parallel: int = Field(default=4, description="plan steps run at once")
     statement_timeout_seconds: float = 600.0
     settle_seconds: float = Field(default=2.0, description="an in-place replacement must stay healthy this long")
+    lease_wait_seconds: float = Field(
+        default=600.0, description="how long a run waits for another live deployment of the project to end")
     _config: FlinkProjectConfig | None = PrivateAttr(default=None)
     _client: ConfluentClient | None = PrivateAttr(default=None)
     _deployments: list["Deployment"] = PrivateAttr(default_factory=list)
@@ -106,7 +111,13 @@ class ConfluentFlinkResource(ConfigurableResource):
         return Deployer(client=self.get_client(), graph=info.project.graph, config=self.get_config(),
                         seeds_dir=seeds if seeds and seeds.is_dir() else None, max_parallel=self.max_parallel,
                         timeout=self.statement_timeout_seconds, settle_seconds=self.settle_seconds,
-                        holder=f"dagster run {context.run.run_id}")
+                        **self.run_lease(context))
+
+    def run_lease(self, context: Any) -> dict[str, Any]:
+        """How a run holds the project's lease (Deployer fields): as `dagster-run:<run_id>`, alive while the
+        instance says the run is in progress, waiting `lease_wait_seconds` for another live holder."""
+        return {"holder": f"{DAGSTER_RUN_PREFIX}{context.run.run_id}", "lease_wait_seconds": self.lease_wait_seconds,
+                "lease_liveness": run_liveness(context.instance)}
 
     def deploy(self, *, context: "AssetExecutionContext", dml_only: bool = False, force_sources: bool = False,
                may_start_children: bool = False, start_at: datetime | None = None,
@@ -116,20 +127,24 @@ class ConfluentFlinkResource(ConfigurableResource):
 
         deployer = self.get_deployer(context)
         selected = _selected_tables(context)
-        return self._run(context, deployer.deploy(selected, dml_only=dml_only, force_sources=force_sources,
-                                                  may_start_children=may_start_children, start_at=start_at,
-                                                  exclude=flink_assets_info(context).outside),
-                         checks, spark)
+        with lease_busy_fails_the_run():
+            deployment = deployer.deploy(selected, dml_only=dml_only, force_sources=force_sources,
+                                         may_start_children=may_start_children, start_at=start_at,
+                                         exclude=flink_assets_info(context).outside)
+        return self._run(context, deployment, checks, spark)
 
     def deploy_commit(self, *, context: "AssetExecutionContext", since: str, until: str = "HEAD",
                       checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
         """Blue/green: what the commits (since, until] changed, beside the serving versions."""
-        return self._run(context, self.get_deployer(context).deploy_commit(since, until), checks, spark)
+        with lease_busy_fails_the_run():
+            deployment = self.get_deployer(context).deploy_commit(since, until)
+        return self._run(context, deployment, checks, spark)
 
     def backfill(self, *, context: "AssetExecutionContext", window: "TimeWindow",
                  checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
         """Rebuild a closed window of event time of the selected tables with bounded statements."""
-        deployment = self.get_deployer(context).backfill(_selected_tables(context), window.start, window.end)
+        with lease_busy_fails_the_run():
+            deployment = self.get_deployer(context).backfill(_selected_tables(context), window.start, window.end)
         return self._run(context, deployment, checks, spark)
 
     def _run(self, context: "AssetExecutionContext", deployment: "Deployment",
@@ -154,3 +169,25 @@ def _selected_tables(context: Any) -> list[str]:
 
     by_key = {key: table for table, key in flink_assets_info(context).keys.items()}
     return sorted(by_key[k] for k in context.selected_asset_keys if k in by_key)
+
+
+def run_liveness(instance: DagsterInstance) -> Liveness:
+    """A lease holder `dagster-run:<run_id>` is alive while this instance says its run is in progress;
+    any other holder, or a run this instance does not know, is unknown here (None)."""
+
+    def alive(holder: str) -> bool | None:
+        if not holder.startswith(DAGSTER_RUN_PREFIX):
+            return None
+        run = instance.get_run_by_id(holder.removeprefix(DAGSTER_RUN_PREFIX))
+        return None if run is None else not run.is_finished
+
+    return alive
+
+
+@contextmanager
+def lease_busy_fails_the_run() -> Iterator[None]:
+    """Another deployment kept the project's lease past our wait: the run fails saying who, no traceback."""
+    try:
+        yield
+    except LeaseBusy as busy:
+        raise Failure(description=str(busy), allow_retries=False) from None

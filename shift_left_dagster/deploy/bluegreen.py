@@ -102,7 +102,8 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
     in-place replacements from offsets (DDL first), then an ordinary plan for added tables; the same
     read validation and seeding as every plan (`finish`)."""
     broken = [graph.broken[c.table].reason for c in changes if c.table in graph.broken]
-    if broken:  # a file that stopped parsing reads as a removed table: never undeploy on that
+    broken += [r for c in changes if c.category == Category.BROKEN and c.table not in graph.broken for r in c.reasons]
+    if broken:  # a file that stopped parsing or was deleted reads as a removed table: never undeploy on that
         raise PlanError([f"the commit leaves a table broken, fix it first: {reason}" for reason in broken])
     serving = live.serving_versions()
     wanted = plan_blue_green(graph, changes, serving)

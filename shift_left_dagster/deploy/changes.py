@@ -84,6 +84,7 @@ def detect_changes(repo: Path, since: str, until: str = "HEAD", pipelines: str =
     """One TableChange per table whose normalised DDL or DML differs between `since` and `until`."""
     by_folder: dict[str, dict[str, tuple[FileAnalysis | None, FileAnalysis | None]]] = {}
     paths: dict[str, list[str]] = {}
+    deleted: dict[str, list[str]] = {}
     for path in changed_sql_files(repo, since, until, pipelines):
         old = _analyse(path, file_at(repo, since, path))
         new = _analyse(path, file_at(repo, until, path))
@@ -93,7 +94,20 @@ def detect_changes(repo: Path, since: str, until: str = "HEAD", pipelines: str =
         folder = str(PurePosixPath(path).parent.parent)
         by_folder.setdefault(folder, {})[kind] = (old, new)
         paths.setdefault(folder, []).append(path)
-    return [_categorise(folder, files, paths[folder]) for folder, files in sorted(by_folder.items())]
+        if old is not None and new is None:
+            deleted.setdefault(folder, []).append(path)
+    changes = [_categorise(folder, files, paths[folder]) for folder, files in sorted(by_folder.items())]
+    return [_deleted_file(repo, until, c, deleted[c.folder]) if c.folder in deleted else c for c in changes]
+
+
+def _deleted_file(repo: Path, until: str, change: TableChange, deleted: list[str]) -> TableChange:
+    """A table is removed only when its whole folder is gone: a file deleted from a folder that remains
+    breaks the table (see project.table_files), so nothing is undeployed nor replaced on that."""
+    if not git(repo, "ls-tree", "-r", "--name-only", until, "--", change.folder).strip():
+        return change
+    reasons = [f"{path}:1: deleted while its table folder {change.folder} remains: restore it, or delete "
+               "the whole folder to remove the table" for path in deleted]
+    return change.model_copy(update={"category": Category.BROKEN, "reasons": reasons})
 
 
 def _categorise(

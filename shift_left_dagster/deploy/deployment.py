@@ -10,8 +10,6 @@ statement it touched is healthy once it settled.
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -24,8 +22,9 @@ from shift_left_dagster.deploy.bluegreen import commit_plan, promote_plan, rollb
 from shift_left_dagster.deploy.changes import detect_changes, repository_of
 from shift_left_dagster.deploy.executor import DeploymentFailed, PlanExecutor, StepResult
 from shift_left_dagster.deploy.housekeeping import housekeeping_plan
-from shift_left_dagster.deploy.lease import DeploymentLease
-from shift_left_dagster.deploy.live import LiveState, live_state
+from shift_left_dagster.deploy.identity import project_identity
+from shift_left_dagster.deploy.lease import DeploymentLease, Liveness, this_process
+from shift_left_dagster.deploy.live import PROJECT_LABEL, LiveState, live_state
 from shift_left_dagster.deploy.naming import lease_name
 from shift_left_dagster.deploy.plan import DeploymentPlan, PlanOptions, PlanStep, build_plan, render_plan
 from shift_left_dagster.deploy.seeds import seed_files
@@ -140,11 +139,21 @@ class Deployer:
     timeout: float = 600.0
     settle_seconds: float = 2.0
     exclusive: bool = True  # hold the project's deployment lease from planning to the end of the run
-    holder: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}")
+    holder: str = field(default_factory=this_process)  # dagster-run:<run_id> for a Dagster run
     lease_wait_seconds: float = 600.0
+    lease_liveness: Liveness | None = None  # holder -> alive? (the Dagster resource asks its instance)
+
+    def __post_init__(self) -> None:
+        self.identity = project_identity(self.config, self.graph.inventory.root)
+        self.client.labels[PROJECT_LABEL] = self.identity  # every statement we create says whose it is
 
     def live(self) -> LiveState:
-        return live_state(self.client)
+        return live_state(self.client, project=self.identity)
+
+    def lease(self) -> DeploymentLease:
+        """The project's deployment lease on this environment (keyed by the project's identity)."""
+        return DeploymentLease(self.client, lease_name(self.config.env_name, self.identity), self.holder,
+                               wait_seconds=self.lease_wait_seconds, liveness=self.lease_liveness)
 
     def options(self, live: LiveState, **flags: object) -> PlanOptions:
         """Plan options for the environment as it runs now: its name, pool, serving versions, seeds."""
@@ -203,9 +212,7 @@ class Deployer:
         """Plan while holding the project's lease (released when the deployment has run, or fails to plan)."""
         lease = None
         if self.exclusive:
-            project = self.graph.inventory.root.name
-            lease = DeploymentLease(self.client, lease_name(self.config.env_name, project), self.holder,
-                                    wait_seconds=self.lease_wait_seconds)
+            lease = self.lease()
             lease.acquire()
         try:
             return self._deployment(make(self.live()), lease)

@@ -1,7 +1,8 @@
 """Housekeeping as plan steps: remove what no deployment needs any more (shift_left's
 `housekeep-statements` and `delete-unused-tables`).
 
-Only this project's statements (they carry our labels) and tables are touched:
+Only this project's statements (`LiveState.of_project`: labelled with its identity, or unlabelled
+and of one of its tables) and tables are touched; what reads a table is asked of every statement:
 
 - terminal statements no plan reads: COMPLETED DDL statements (their table exists, or is gone),
   COMPLETED or FAILED backfill and seed statements, and FAILED statements of a version that
@@ -30,6 +31,7 @@ _VERSIONED = re.compile(r"^(?P<table>.+?)_v(?P<version>\d+)$")
 
 def housekeeping_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions) -> DeploymentPlan:
     """One UNDEPLOY step per statement or table to remove, statements first, in name order."""
+    everyone, live = live, live.of_project(graph.tables)
     serving, candidates = live.serving_versions(), live.candidate_versions()
     steps: list[RetireStep] = []
     for statement in sorted(live.statements.values(), key=lambda s: s.name):
@@ -41,7 +43,7 @@ def housekeeping_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions
     retiring = {name for step in steps for name in step.retire}
     for table, version in _old_version_tables(graph, live, serving, candidates):
         physical = versioned_name(table, version)
-        if readers(live, physical, retiring):
+        if readers(everyone, physical, retiring):
             continue
         product = _product(graph, table)
         leftovers = [s.name for s in live.statements_of(table, version) if s.name not in retiring]

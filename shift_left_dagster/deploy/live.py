@@ -7,6 +7,7 @@ kind of statement a name is.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
@@ -19,6 +20,7 @@ TABLE_LABEL = "sl_table"  # the logical table a statement writes (or, for a DDL,
 CODE_VERSION_LABEL = "sl_code_version"  # hash of the normalised DDL+DML it was deployed from
 VERSION_LABEL = "sl_version"  # blue/green version of that table (1, 2, ...)
 KIND_LABEL = "sl_kind"  # ddl | dml | backfill | seed
+PROJECT_LABEL = "sl_project"  # the project's identity (deploy/identity.py); the client adds it to all we create
 
 LIVE_PHASES = frozenset({"RUNNING", "PENDING", "DEGRADED"})
 HEALTHY_PHASES = frozenset({"RUNNING", "COMPLETED"})
@@ -42,6 +44,7 @@ class LiveStatement(BaseModel):
     table: str | None = None  # the logical table (label)
     version: int = 1  # blue/green version (label)
     kind: StatementKind | None = None  # (label); None: not one of ours
+    project: str | None = None  # (label); None: created before projects were labelled
 
 
 class LiveState(BaseModel):
@@ -49,6 +52,18 @@ class LiveState(BaseModel):
 
     statements: dict[str, LiveStatement] = Field(default_factory=dict)
     tables: set[str] | None = None  # None: unknown (no Kafka REST access)
+    project: str | None = None  # the identity of the project looking: what `of_project` keeps
+
+    def of_project(self, tables: Collection[str]) -> LiveState:
+        """Only this project's statements, for what removes them (housekeeping, undeploy): those labelled
+        with its identity, and those without a project label (created before the label existed) whose
+        table is one of the project's `tables`, as before. Another project's statements, even of a table
+        of the same name, are never ours. The same state when no project is looking."""
+        if self.project is None:
+            return self
+        mine = {name: s for name, s in self.statements.items()
+                if s.project == self.project or (s.project is None and s.table in tables)}
+        return self.model_copy(update={"statements": mine})
 
     def dml_versions(self) -> dict[str, list[int]]:
         """Logical table -> the versions whose DML is deployed (live, stopped or completed), sorted."""
@@ -100,7 +115,7 @@ def _kind(labels: dict[str, str], name: str) -> StatementKind | None:
     return StatementKind.DML if "-dml-" in name else StatementKind.DDL
 
 
-def live_state(client: ConfluentClient, *, with_tables: bool = True) -> LiveState:
+def live_state(client: ConfluentClient, *, with_tables: bool = True, project: str | None = None) -> LiveState:
     """The plan's view of the environment: one listing of statements (and one of topics)."""
     statements = {}
     for s in client.list_statements():
@@ -114,6 +129,7 @@ def live_state(client: ConfluentClient, *, with_tables: bool = True) -> LiveStat
             table=labels.get(TABLE_LABEL),
             version=int(labels.get(VERSION_LABEL, "1")),
             kind=_kind(labels, s.name),
+            project=labels.get(PROJECT_LABEL),
         )
     tables = None
     if with_tables:
@@ -121,4 +137,4 @@ def live_state(client: ConfluentClient, *, with_tables: bool = True) -> LiveStat
             tables = {topic.topic_name for topic in client.list_topics()}
         except ConfluentError:
             tables = None  # no Kafka REST access: plans trust the statements alone
-    return LiveState(statements=statements, tables=tables)
+    return LiveState(statements=statements, tables=tables, project=project)

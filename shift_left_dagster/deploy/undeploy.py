@@ -35,10 +35,12 @@ def readers(live: LiveState, physical: str, ignore: set[str]) -> list[str]:
 
 def undeploy_plan(graph: ProjectGraph, tables: list[str], live: LiveState, options: PlanOptions,
                   *, strict: bool = True) -> DeploymentPlan:
-    """UNDEPLOY steps for `tables` (serving version, every statement labelled with it), children first."""
-    serving = live.serving_versions()
+    """UNDEPLOY steps for `tables` (serving version, every statement of this project labelled with it: see
+    `LiveState.of_project`), children first; a table any statement reads is kept."""
+    everyone, live = live, live.of_project(set(graph.tables) | set(tables))
     known = [t for t in tables if t in graph.tables]
     ordered = list(reversed(graph.sorted_subset(known))) + sorted(t for t in tables if t not in graph.tables)
+    serving = live.serving_versions()
     retiring = {s.name for t in ordered for s in live.statements_of(t, serving.get(t, 1))}
     steps: list[PlanStep] = []
     problems = []
@@ -47,11 +49,13 @@ def undeploy_plan(graph: ProjectGraph, tables: list[str], live: LiveState, optio
         physical = versioned_name(table, version)
         statements = [s.name for s in live.statements_of(table, version)]
         product = graph.tables[table].product if table in graph.tables else None
-        still_read = readers(live, physical, retiring)
+        still_read = readers(everyone, physical, retiring)
         kept = None
         if still_read:
             kept = f"{table}: kept, table {physical} is read by {', '.join(still_read)}"
             problems.append(kept)
+        elif not statements and _other_projects(everyone, table):
+            kept = f"kept: project {', '.join(_other_projects(everyone, table))}'s table"
         elif not statements and live.tables is not None and physical not in live.tables:
             kept = "not deployed"
         drop = statement_name(options.environment, product, "drop", physical)
@@ -68,3 +72,9 @@ def undeploy_plan(graph: ProjectGraph, tables: list[str], live: LiveState, optio
     return DeploymentPlan(kind=PlanKind.UNDEPLOY, targets=ordered, options=options,
                           steps=[s.model_copy(update={"index": i, "depends_on": [i - 1] if i else []})
                                  for i, s in enumerate(steps)])
+
+
+def _other_projects(live: LiveState, table: str) -> list[str]:
+    """Projects other than the one looking whose statements write `table`: never ours to drop."""
+    return sorted({s.project for s in live.statements.values()
+                   if s.table == table and s.project is not None and s.project != live.project})

@@ -177,6 +177,7 @@ class AppSection(_Section):
     report_output_dir: str = "./reports"
     table_prefix: str = ""
     schema_context: str | None = None
+    project_name: str | None = None  # the project's identity: its lease, labels, housekeeping scope
 
     @field_validator("table_prefix")
     @classmethod
@@ -185,6 +186,14 @@ class AppSection(_Section):
             raise ValueError("is not applied (shift_left has no table prefix: table names come from the "
                              "pipelines folder); remove it, and tell environments apart with kafka.cluster_type "
                              "and app.schema_context")
+        return value
+
+    @field_validator("project_name")
+    @classmethod
+    def _names_statements(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[a-z0-9][a-z0-9-]{0,39}", value):
+            raise ValueError("must be lowercase letters, digits and '-' (at most 40), e.g. sales: it names the "
+                             "project's lease statement and labels its statements")
         return value
 
     @field_validator("schema_context")

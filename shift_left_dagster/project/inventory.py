@@ -27,6 +27,7 @@ from shift_left_dagster.project import analysis, dialect, parsing
 from shift_left_dagster.project.analysis import DdlInfo, DmlInfo, StateForm
 from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement, to_flink_sql
 from shift_left_dagster.project.problems import BrokenTable, ProjectProblem, TableSource, exclude_broken
+from shift_left_dagster.project.table_files import deleted_in_git, missing_file
 
 
 class ProjectError(ValueError):
@@ -149,7 +150,8 @@ def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inven
     files = _discover(pipelines)
     cache = AnalysisCache(root) if use_cache else None
     analyses, failures = _analyse_all(root, files, cache)
-    tables, broken = _assemble(files, analyses, failures)
+    deleted = deleted_in_git(root) if any(f.ddl is None or f.dml is None for f in files) else set()
+    tables, broken = _assemble(files, analyses, failures, deleted)
     broken = exclude_broken({n: _source_of(t) for n, t in tables.items()}, broken)
     healthy = {n: t for n, t in sorted(tables.items()) if n not in {b.table for b in broken}}
     return Inventory(root=root, tables=_with_changelog_state(healthy), broken=broken)
@@ -170,9 +172,9 @@ class TableFiles:
 
 
 def _discover(pipelines: Path) -> list[TableFiles]:
-    """Every `<type>/<product>/<table>/sql-scripts` folder with its ddl/dml files.
-
-    Stops descending at a table folder (its tests/ and other folders are never listed).
+    """Every `<type>/<product>/<table>/sql-scripts` folder with its ddl/dml files (an empty one too: its
+    table is broken, see table_files). Stops descending at a table folder (its tests/ and other folders
+    are never listed).
     """
     root = str(pipelines.parent)
     found: list[TableFiles] = []
@@ -193,8 +195,7 @@ def _discover(pipelines: Path) -> list[TableFiles]:
                 files.ddl = f"{relative}/sql-scripts/{name}"
             elif name.startswith("dml.") and name.endswith(".sql") and files.dml is None:
                 files.dml = f"{relative}/sql-scripts/{name}"
-        if files.ddl or files.dml:
-            found.append(files)
+        found.append(files)
 
     visit(str(pipelines))
     return found
@@ -330,7 +331,7 @@ class _Found:
 
     @property
     def path(self) -> str:
-        return cast(str, self.files.ddl or self.files.dml)  # discovery keeps folders with a file only
+        return self.files.ddl or self.files.dml or f"{self.files.folder}/sql-scripts"
 
     def source(self) -> TableSource:
         reads = set(self.dml.dml.tables_read if self.dml and self.dml.dml else [])
@@ -342,9 +343,11 @@ class _Found:
 
 
 def _assemble(
-    files: list[TableFiles], analyses: dict[str, FileAnalysis], failures: dict[str, ProjectProblem]
+    files: list[TableFiles], analyses: dict[str, FileAnalysis], failures: dict[str, ProjectProblem],
+    deleted: set[str],
 ) -> tuple[dict[str, FlinkTable], list[BrokenTable]]:
-    """Tables whose files are sound, and the tables their own files break (dependants come later)."""
+    """Tables whose files are sound, and the tables their own files break (dependants come later):
+    a file that does not parse, a name defined twice, a file the folder must hold and lacks."""
     found = [_find(entry, analyses, failures) for entry in files]
     by_name: dict[str, list[_Found]] = {}
     for item in found:
@@ -357,6 +360,8 @@ def _assemble(
     tables: dict[str, FlinkTable] = {}
     broken: list[BrokenTable] = []
     for item in found:
+        entry = item.files
+        item.problem = item.problem or missing_file(entry.folder, entry.type, entry.ddl, entry.dml, deleted)
         if item.problem is not None:
             broken.append(BrokenTable(table=item.name, **item.problem.model_dump(), source=item.source()))
         else:
@@ -377,7 +382,10 @@ def _find(entry: TableFiles, analyses: dict[str, FileAnalysis], failures: dict[s
 
 
 def _name_from_file(entry: TableFiles) -> str:
-    """A table none of whose files parse: shift_left names its files ddl.<table>.sql / dml.<table>.sql."""
+    """A table none of whose files parse: shift_left names its files ddl.<table>.sql / dml.<table>.sql,
+    and its folder <table> (a folder without files)."""
+    if not (entry.ddl or entry.dml):
+        return os.path.basename(entry.folder)
     file_name = os.path.basename(cast(str, entry.ddl or entry.dml))
     return file_name.split(".", 1)[1].removesuffix(".sql")
 

@@ -88,6 +88,8 @@ def parse_statements(text: str, source: str = "<sql>") -> list[Statement]:
 def parse_one_statement(text: str, source: str = "<sql>") -> Statement:
     """Exactly one statement (a ddl or dml file)."""
     statements = parse_statements(text, source)
+    if not statements:
+        raise FlinkSqlError(source, 1, "empty: the file holds no Flink SQL statement")
     if len(statements) != 1:
         raise FlinkSqlError(source, 1, f"expected one statement, found {len(statements)}")
     return statements[0]
