@@ -16,7 +16,7 @@ import pytest
 from dagster import AssetSelection, DagsterInstance, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
-from shift_left_dagster.defs.definitions import flink_resources
+from shift_left_dagster.defs.builder import flink_resources
 from shift_left_dagster.defs.promotion import promotion_jobs
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG

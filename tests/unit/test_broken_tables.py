@@ -194,7 +194,7 @@ def test_a_commit_that_breaks_a_file_never_undeploys_its_table(tmp_path: Path) -
 
 
 def test_definitions_load_with_broken_tables_flagged(broken: Path) -> None:
-    from shift_left_dagster.defs.definitions import build_flink_definitions
+    from shift_left_dagster.defs.builder import build_flink_definitions
 
     defs = build_flink_definitions(str(broken))
     repo = defs.get_repository_def()
@@ -221,7 +221,7 @@ def test_definitions_load_with_broken_tables_flagged(broken: Path) -> None:
 
 
 def test_materialising_a_broken_table_fails_its_check_with_the_message(broken: Path) -> None:
-    from shift_left_dagster.defs.definitions import build_flink_definitions
+    from shift_left_dagster.defs.builder import build_flink_definitions
 
     assets = build_flink_definitions(str(broken)).get_repository_def().assets_defs_by_key
     flagged = assets[AssetKey("int_table_1")]

@@ -3,7 +3,8 @@
 from dagster import AssetKey, AssetSpec
 
 from shift_left_dagster.defs.assets import FlinkProject, FlinkTranslator, build_flink_assets
-from shift_left_dagster.defs.definitions import build_flink_definitions, defs
+from shift_left_dagster.defs.builder import build_flink_definitions
+from shift_left_dagster.defs.definitions import defs
 
 
 def test_definitions_load_with_one_subsettable_multi_asset():
