@@ -34,12 +34,12 @@ from dagster import (
 from pydantic import Field
 
 from shift_left_dagster.checks import ChecksSettings
-from shift_left_dagster.checks.data_tests import DataTest
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource, check_specs
+from shift_left_dagster.defs.info import REGISTRY, FlinkAssetsInfo
 from shift_left_dagster.defs.partitions import reaches_open_partition
 from shift_left_dagster.defs.project import FlinkProject
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
-from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
+from shift_left_dagster.defs.tags import COMMIT_TAG, SINCE_TAG
 from shift_left_dagster.defs.translator import FlinkTranslator
 from shift_left_dagster.deploy.backfill import partial_history_loss
 from shift_left_dagster.project.inventory import FlinkTable
@@ -54,20 +54,6 @@ class FlinkAssetSpecs:
     check_specs: list[AssetCheckSpec]
     externals: list[AssetSpec]
     keys: dict[str, AssetKey]  # table name -> asset key
-
-
-@dataclass(frozen=True)
-class FlinkAssetsInfo:
-    """What a deploying body needs at run time, found from its context (see `flink_assets_info`)."""
-
-    project: FlinkProject
-    keys: dict[str, AssetKey]
-    checks: ChecksSettings
-    data_tests: dict[str, list[DataTest]]
-    externals: list[AssetSpec]  # the raw topics the tables read, as external assets
-
-
-_REGISTRY: dict[str, FlinkAssetsInfo] = {}  # op name -> info, filled when definitions are built
 
 
 def build_flink_asset_specs(
@@ -118,9 +104,9 @@ def flink_assets(
     """
     built = build_flink_asset_specs(project, translator, select=select, exclude=exclude, checks=checks)
     op_name = name or f"flink_{project.name}"
-    _REGISTRY[op_name] = FlinkAssetsInfo(project=project, keys=built.keys, checks=checks or ChecksSettings(),
-                                         data_tests={n: t for n, t in project.data_tests.items() if n in built.keys},
-                                         externals=built.externals)
+    REGISTRY[op_name] = FlinkAssetsInfo(project=project, keys=built.keys, checks=checks or ChecksSettings(),
+                                        data_tests={n: t for n, t in project.data_tests.items() if n in built.keys},
+                                        externals=built.externals)
 
     def decorator(body: Callable[..., Any]) -> AssetsDefinition:
         return multi_asset(
@@ -134,14 +120,6 @@ def flink_assets(
         )(body)
 
     return decorator
-
-
-def flink_assets_info(context: AssetExecutionContext) -> FlinkAssetsInfo:
-    """The project behind the running `@flink_assets` body."""
-    name = context.op_def.name
-    if name not in _REGISTRY:
-        raise RuntimeError(f"op {name} was not built by @flink_assets: no Flink project is known for it")
-    return _REGISTRY[name]
 
 
 class DeployConfig(Config):
@@ -197,7 +175,7 @@ def build_flink_assets(
                           + "; ".join(lost))
         yield from run.stream()
 
-    externals = _REGISTRY[deploy_flink_tables.op.name].externals  # built once, by the decorator
+    externals = REGISTRY[deploy_flink_tables.op.name].externals  # built once, by the decorator
     broken = build_broken_table_assets(project, translator, select=select, exclude=exclude,
                                        partitions_def=partitions_def, name=f"{name or f'flink_{project.name}'}_broken")
     return [deploy_flink_tables, *externals, *broken]

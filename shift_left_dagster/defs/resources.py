@@ -5,21 +5,18 @@
 
 import os
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from dagster import ConfigurableResource, InitResourceContext
+from dagster import AssetExecutionContext, ConfigurableResource, InitResourceContext, TimeWindow
 from pydantic import Field, PrivateAttr
 
 from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.defs.checks import FlinkChecksResource, RunChecks, SparkResource
+from shift_left_dagster.defs.info import flink_assets_info
+from shift_left_dagster.defs.run import FlinkRun
+from shift_left_dagster.deploy.deployment import Deployer, Deployment
 from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
 from shift_left_dagster.project.config import FlinkProjectConfig
-
-if TYPE_CHECKING:
-    from dagster import AssetExecutionContext, TimeWindow
-
-    from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
-    from shift_left_dagster.defs.run import FlinkRun
-    from shift_left_dagster.deploy.deployment import Deployer, Deployment
 
 
 class ConfluentFlinkResource(ConfigurableResource):
@@ -51,7 +48,7 @@ class ConfluentFlinkResource(ConfigurableResource):
     settle_seconds: float = Field(default=2.0, description="an in-place replacement must stay healthy this long")
     _config: FlinkProjectConfig | None = PrivateAttr(default=None)
     _client: ConfluentClient | None = PrivateAttr(default=None)
-    _deployments: list["Deployment"] = PrivateAttr(default_factory=list)
+    _deployments: list[Deployment] = PrivateAttr(default_factory=list)
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         for deployment in self._deployments:  # a body that planned without streaming frees the lease here
@@ -97,10 +94,7 @@ class ConfluentFlinkResource(ConfigurableResource):
 
     # -- deployments (the same Deployer the CLI uses) -------------------------------------------
 
-    def get_deployer(self, context: "AssetExecutionContext") -> "Deployer":
-        from shift_left_dagster.defs.assets import flink_assets_info
-        from shift_left_dagster.deploy.deployment import Deployer
-
+    def get_deployer(self, context: AssetExecutionContext) -> Deployer:
         info = flink_assets_info(context)
         seeds = info.project.seeds_dir if self.is_local and self.seed_local_raw_topics else None
         return Deployer(client=self.get_client(), graph=info.project.graph, config=self.get_config(),
@@ -108,9 +102,9 @@ class ConfluentFlinkResource(ConfigurableResource):
                         timeout=self.statement_timeout_seconds, settle_seconds=self.settle_seconds,
                         holder=f"dagster run {context.run.run_id}")
 
-    def deploy(self, *, context: "AssetExecutionContext", dml_only: bool = False, force_sources: bool = False,
+    def deploy(self, *, context: AssetExecutionContext, dml_only: bool = False, force_sources: bool = False,
                may_start_children: bool = False, start_at: datetime | None = None,
-               checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
+               checks: FlinkChecksResource | None = None, spark: SparkResource | None = None) -> FlinkRun:
         """Deploy the selected tables (and what they need) in plan order; `.stream()` the events."""
         deployer = self.get_deployer(context)
         selected = _selected_tables(context)
@@ -118,23 +112,19 @@ class ConfluentFlinkResource(ConfigurableResource):
                                                   may_start_children=may_start_children, start_at=start_at),
                          checks, spark)
 
-    def deploy_commit(self, *, context: "AssetExecutionContext", since: str, until: str = "HEAD",
-                      checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
+    def deploy_commit(self, *, context: AssetExecutionContext, since: str, until: str = "HEAD",
+                      checks: FlinkChecksResource | None = None, spark: SparkResource | None = None) -> FlinkRun:
         """Blue/green: what the commits (since, until] changed, beside the serving versions."""
         return self._run(context, self.get_deployer(context).deploy_commit(since, until), checks, spark)
 
-    def backfill(self, *, context: "AssetExecutionContext", window: "TimeWindow",
-                 checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
+    def backfill(self, *, context: AssetExecutionContext, window: TimeWindow,
+                 checks: FlinkChecksResource | None = None, spark: SparkResource | None = None) -> FlinkRun:
         """Rebuild a closed window of event time of the selected tables with bounded statements."""
         deployment = self.get_deployer(context).backfill(_selected_tables(context), window.start, window.end)
         return self._run(context, deployment, checks, spark)
 
-    def _run(self, context: "AssetExecutionContext", deployment: "Deployment",
-             checks: "FlinkChecksResource | None", spark: "SparkResource | None") -> "FlinkRun":
-        from shift_left_dagster.defs.assets import flink_assets_info
-        from shift_left_dagster.defs.checks import FlinkChecksResource, RunChecks, SparkResource
-        from shift_left_dagster.defs.run import FlinkRun
-
+    def _run(self, context: AssetExecutionContext, deployment: Deployment,
+             checks: FlinkChecksResource | None, spark: SparkResource | None) -> FlinkRun:
         info = flink_assets_info(context)
         self._deployments.append(deployment)
         run_checks = None
@@ -147,7 +137,5 @@ class ConfluentFlinkResource(ConfigurableResource):
 
 
 def _selected_tables(context: Any) -> list[str]:
-    from shift_left_dagster.defs.assets import flink_assets_info
-
     by_key = {key: table for table, key in flink_assets_info(context).keys.items()}
     return sorted(by_key[k] for k in context.selected_asset_keys if k in by_key)
