@@ -16,12 +16,12 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import shift_left_dagster.unit_tests.layout as layout
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.confluent.errors import ConfluentError
 from shift_left_dagster.deploy.rewrite import with_source_options
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable, build_inventory
-from shift_left_dagster.unit_tests import layout
 from shift_left_dagster.unit_tests.models import CaseResult, TestCase, TestDefinition, UnitTestReport
 from shift_left_dagster.unit_tests.scaffold import parent_ddl
 from shift_left_dagster.unit_tests.sql import csv_insert, on_twins, twins
