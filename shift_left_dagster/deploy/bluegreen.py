@@ -16,6 +16,7 @@ from shift_left_dagster.deploy.live import LiveState
 from shift_left_dagster.deploy.naming import statement_name, versioned_name
 from shift_left_dagster.deploy.plan import Action, DeploymentPlan, PlanError, Planner, PlanOptions, PlanStep, link
 from shift_left_dagster.deploy.rewrite import rename_tables
+from shift_left_dagster.deploy.undeploy import undeploy_plan
 from shift_left_dagster.project.analysis import StateForm
 from shift_left_dagster.project.graph import ProjectGraph
 
@@ -135,8 +136,6 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
                 steps.append(planner.table_step(len(steps), table, *decisions[table]))
     linked = link(graph, _ordered(graph, steps))
     if wanted.removed:  # tables removed from git: undeployed unless something still reads them
-        from shift_left_dagster.deploy.undeploy import undeploy_plan
-
         for step in undeploy_plan(graph, wanted.removed, live, options, strict=False).steps:
             linked.append(step.model_copy(update={"index": len(linked), "depends_on": [len(linked) - 1] if linked
                                                   else []}))

@@ -31,6 +31,8 @@ from shift_left_dagster.deploy.rewrite import (
     with_source_options,
 )
 from shift_left_dagster.deploy.seeds import seed_statements
+from shift_left_dagster.project.analysis import tables_read
+from shift_left_dagster.project.parsing import parse_one_statement
 
 log = logging.getLogger(__name__)
 
@@ -358,9 +360,6 @@ class PlanExecutor:
 
 
 def _sources(sql: str) -> list[str]:
-    from shift_left_dagster.project.analysis import tables_read
-    from shift_left_dagster.project.parsing import parse_one_statement
-
     return tables_read(parse_one_statement(sql).tree)
 
 

@@ -18,11 +18,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.functions import builtin
 
+from shift_left_dagster.local.settings import FAST_START_JAVA_OPTIONS, SPARK_JAVA_OPTIONS_ENV
+
 SPARK_MASTER_ENV = "SHIFT_LEFT_SPARK_MASTER"
-SPARK_JAVA_OPTIONS_ENV = "SHIFT_LEFT_SPARK_JAVA_OPTIONS"
-# C1 only, to start fast; its code cache defaults to 48 MB, which a long-running service fills with the
-# classes Spark generates per query, and then the JVM stops compiling (all later code interpreted).
-FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
 
 # Interpreted expressions, no generated Java: for a query over a few rows, compiling its code (Janino,
 # then the JIT) costs more than the code saves. Both confs are read when a query is planned and run.

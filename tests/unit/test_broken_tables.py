@@ -17,8 +17,9 @@ from typer.testing import CliRunner
 from shift_left_dagster.cli import app
 from shift_left_dagster.deploy.live import LiveState
 from shift_left_dagster.deploy.plan import build_plan
+from shift_left_dagster.project.errors import ProjectError
 from shift_left_dagster.project.graph import ProjectGraph
-from shift_left_dagster.project.inventory import ProjectError, analyse_file, build_inventory
+from shift_left_dagster.project.inventory import analyse_file, build_inventory
 
 SAMPLE = Path(__file__).resolve().parents[2] / "flink_project"
 BROKEN_DML = "pipelines/intermediates/p1/int_table_1/sql-scripts/dml.int_table_1.sql"
