@@ -10,7 +10,6 @@ definitions.
 """
 
 import logging
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatch
@@ -40,7 +39,7 @@ from shift_left_dagster.defs.partitions import reaches_open_partition
 from shift_left_dagster.defs.project import FlinkProject
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.tags import COMMIT_TAG, SINCE_TAG
-from shift_left_dagster.defs.translator import FlinkTranslator
+from shift_left_dagster.defs.translator import FlinkTranslator, code_references
 from shift_left_dagster.deploy.backfill import partial_history_loss
 from shift_left_dagster.project.inventory import FlinkTable
 from shift_left_dagster.project.problems import BrokenTable
@@ -238,17 +237,6 @@ def _stub(broken: BrokenTable) -> FlinkTable:
 
 
 def _broken_spec(broken: BrokenTable, keys: dict[str, AssetKey], project: FlinkProject) -> AssetSpec:
-    from dagster._core.definitions.metadata.source_code import (
-        CodeReferencesMetadataSet,
-        CodeReferencesMetadataValue,
-        LocalFileCodeReference,
-    )
-
-    root = project.graph.inventory.root
-    with warnings.catch_warnings():  # code references are beta in Dagster: the warning says nothing to users
-        warnings.simplefilter("ignore")
-        reference = CodeReferencesMetadataValue(
-            code_references=[LocalFileCodeReference(file_path=str(root / broken.file), line_number=broken.line)])
     return AssetSpec(
         key=keys[broken.table],
         deps=[keys[r] for r in broken.source.reads if r in keys],
@@ -259,7 +247,7 @@ def _broken_spec(broken: BrokenTable, keys: dict[str, AssetKey], project: FlinkP
                     f"{broken.reason}",
         metadata={"flink/broken": broken.reason, "file": broken.file, "line": broken.line,
                   "excluded_because": ", ".join(broken.excluded_because) or "its own file",
-                  **CodeReferencesMetadataSet(code_references=reference)},
+                  **code_references(project.graph.inventory.root / broken.file, broken.line)},
         skippable=True,
     )
 

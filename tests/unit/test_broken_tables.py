@@ -221,6 +221,15 @@ def test_definitions_load_with_broken_tables_flagged(broken: Path) -> None:
     assert not upstream & {AssetKey("int_table_1"), AssetKey("fct_order")}
 
 
+def test_a_broken_table_links_to_its_broken_line(broken: Path) -> None:
+    from shift_left_dagster.defs.assets import FlinkProject, build_broken_table_assets
+
+    (flagged,) = build_broken_table_assets(FlinkProject(str(broken)))
+    spec = next(s for s in flagged.specs if s.key == AssetKey("int_table_1"))
+    (reference,) = spec.metadata["dagster/code_references"].code_references
+    assert reference.file_path == str(broken.parent / BROKEN_DML) and reference.line_number == 3
+
+
 def test_materialising_a_broken_table_fails_its_check_with_the_message(broken: Path) -> None:
     from shift_left_dagster.defs.builder import build_flink_definitions
 
