@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,6 +42,9 @@ def get_spark() -> SparkSession:
 
 def _build() -> SparkSession:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the JVM's own address choice, before any config
+    # Python workers run this interpreter, not the first `python3` on the PATH: PySpark refuses a worker of
+    # another minor version (a 3.12 venv on a machine whose python3 is 3.11).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     java_options = os.environ.get(SPARK_JAVA_OPTIONS_ENV, FAST_START_JAVA_OPTIONS)
     builder = (
         SparkSession.builder.master(os.environ.get(SPARK_MASTER_ENV, "local[*]"))
