@@ -22,7 +22,7 @@ from pathlib import Path
 
 from dagster import AssetCheckSpec, AssetSpec, Definitions, multi_asset
 
-from shift_left_dagster.defs.definitions import build_flink_definitions
+from shift_left_dagster.defs.builder import build_flink_definitions
 from shift_left_dagster.deploy.live import LiveState
 from shift_left_dagster.deploy.plan import build_plan
 from shift_left_dagster.project.graph import ProjectGraph

@@ -7,15 +7,21 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 from datetime import datetime
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
 from shift_left_dagster.cli_unit_tests import test_app
+from shift_left_dagster.confluent.errors import ConfluentError
+from shift_left_dagster.deploy.errors import LeaseBusy
 from shift_left_dagster.local.cli import local_app
-from shift_left_dagster.project.inventory import ProjectError
+from shift_left_dagster.project.errors import ConfigFileError, ProjectError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.add_typer(local_app, name="local")
@@ -136,8 +142,6 @@ DirOption = Annotated[Optional[Path], typer.Option(
 def _targets(graph, tables: list[str] | None, product: str | None, list_file: Path | None,  # noqa: ANN001
              exclude: list[str] | None, folder: Path | None = None) -> list[str]:
     """The tables a command acts on: named, a product's, a file's, a folder's, less the excluded (globs)."""
-    from fnmatch import fnmatch
-
     chosen = list(tables or [])
     if product:
         chosen += [name for name, info in graph.tables.items() if info.product == product]
@@ -278,7 +282,7 @@ def validate_config(
 ) -> None:
     """Validate a config file in every mode (also when deployments go to the local service): each bad or
     missing field is named; secrets come from SL_* variables and are never printed."""
-    from shift_left_dagster.project.config import ConfigFileError, load_config
+    from shift_left_dagster.project.config import load_config
 
     try:
         loaded = load_config(config)
@@ -412,8 +416,6 @@ def check(
 ) -> None:
     """The asset checks of TABLE... (unique key, reconciliation, schema, statement, and the data tests in
     each table's checks/ folder) computed with Spark on the sink data; exit 1 when a check fails."""
-    import os
-
     from shift_left_dagster.checks import ChecksSettings, SinkConfig, find_dml_statements, open_reader, run_checks
     from shift_left_dagster.checks.data_tests import discover
     from shift_left_dagster.deploy.live import live_state, physical_names
@@ -461,10 +463,6 @@ def demo(
 ) -> None:
     """The main job on the embedded default: start the local service, materialise SELECT with `dg launch`
     into a persistent Dagster instance, print what was deployed and how to look at it."""
-    import shutil
-    import subprocess
-    import sys
-
     from shift_left_dagster.deploy.target import connect, target_config
     from shift_left_dagster.local.settings import resolve_data_dir
 
@@ -555,7 +553,7 @@ def explain(
 
 def _version(value: bool) -> None:
     if value:
-        from importlib.metadata import version
+        from importlib.metadata import version  # 0.1 s of imports, which --help does not need
 
         typer.echo(f"shift-left-dagster {version('shift-left-dagster')}")
         raise typer.Exit()
@@ -568,10 +566,6 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 
 def main() -> None:
-    from shift_left_dagster.confluent.errors import ConfluentError
-    from shift_left_dagster.deploy.lease import LeaseBusy
-    from shift_left_dagster.project.config import ConfigFileError
-
     try:
         app()
     except (ProjectError, ConfigFileError, ConfluentError, LeaseBusy) as error:

@@ -13,6 +13,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from shift_left_dagster.confluent.errors import ConfluentError
+from shift_left_dagster.project.errors import ProjectError
+
 test_app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 
 PipelinesOption = Annotated[
@@ -33,7 +36,6 @@ def init(
     overwrite: Annotated[bool, typer.Option("--overwrite", help="replace files that exist")] = False,
 ) -> None:
     """Write TABLE's tests/ folder: ddl_<parent>.sql, insert_<parent>_<case>.sql, validate_<table>_<case>.sql."""
-    from shift_left_dagster.project.inventory import ProjectError
     from shift_left_dagster.unit_tests import init_tests
 
     try:
@@ -60,9 +62,7 @@ def run(
 ) -> None:
     """Run TABLE's cases on isolated `_ut` twins (local service, or Confluent Cloud when configured);
     print pass/fail per case; exit 1 when a case fails."""
-    from shift_left_dagster.confluent.errors import ConfluentError
     from shift_left_dagster.deploy.target import connect, target_config
-    from shift_left_dagster.project.inventory import ProjectError
     from shift_left_dagster.unit_tests import run_tests
 
     try:

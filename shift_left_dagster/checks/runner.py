@@ -46,7 +46,7 @@ from datetime import UTC, datetime
 
 from pyspark.errors import PySparkException
 
-from shift_left_dagster.checks import rules
+import shift_left_dagster.checks.rules as rules
 from shift_left_dagster.checks.catch_up import CatchUp, catch_up, total
 from shift_left_dagster.checks.data_tests import DataTest, run_data_test
 from shift_left_dagster.checks.models import DATA_CHECKS, CheckName, CheckOutcome, ChecksSettings, Severity

@@ -9,10 +9,7 @@ definitions.
 (No `from __future__ import annotations` here: Dagster reads the body's annotations.)
 """
 
-import functools
-import json
 import logging
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatch
@@ -36,13 +33,13 @@ from dagster import (
 from pydantic import Field
 
 from shift_left_dagster.checks import ChecksSettings
-from shift_left_dagster.checks.data_tests import DataTest
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource, check_specs
+from shift_left_dagster.defs.info import TABLE_METADATA, op_tags
 from shift_left_dagster.defs.partitions import reaches_open_partition
 from shift_left_dagster.defs.project import FlinkProject
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
-from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
-from shift_left_dagster.defs.translator import FlinkTranslator
+from shift_left_dagster.defs.tags import COMMIT_TAG, SINCE_TAG
+from shift_left_dagster.defs.translator import FlinkTranslator, code_references
 from shift_left_dagster.deploy.backfill import partial_history_loss
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable
@@ -57,25 +54,6 @@ class FlinkAssetSpecs:
     check_specs: list[AssetCheckSpec]
     externals: list[AssetSpec]
     keys: dict[str, AssetKey]  # table name -> asset key
-
-
-@dataclass(frozen=True)
-class FlinkAssetsInfo:
-    """What a deploying body needs at run time, read back from its own definition (`flink_assets_info`)."""
-
-    project: FlinkProject
-    keys: dict[str, AssetKey]  # every table of the decorator (selected in this run or not)
-    checks: ChecksSettings
-    data_tests: dict[str, list[DataTest]]
-
-    @property
-    def outside(self) -> list[str]:
-        """Project tables this definition leaves out (its select/exclude): its runs never deploy them."""
-        return sorted(set(self.project.graph.tables) - set(self.keys))
-
-
-INFO_TAG = "shift_left_dagster/flink_assets"  # op tag: the project and checks a @flink_assets body deploys with
-TABLE_METADATA = "flink/table"  # spec metadata: the table an asset is
 
 
 def build_flink_asset_specs(
@@ -131,8 +109,6 @@ def flink_assets(
     (default `flink/<project>`), so two runs never plan against each other's half-done work.
     """
     built = build_flink_asset_specs(project, translator, select=select, exclude=exclude, checks=checks)
-    info = {"pipelines": str(project.pipelines_dir), "name": project.name,
-            "checks": (checks or ChecksSettings()).model_dump(mode="json")}
 
     def decorator(body: Callable[..., Any]) -> AssetsDefinition:
         return multi_asset(
@@ -143,31 +119,10 @@ def flink_assets(
             partitions_def=partitions_def,
             backfill_policy=BackfillPolicy.single_run() if partitions_def else None,
             pool=pool or f"flink/{project.name}",
-            op_tags={INFO_TAG: json.dumps(info)},
+            op_tags=op_tags(project, checks),
         )(body)
 
     return decorator
-
-
-def flink_assets_info(context: AssetExecutionContext) -> FlinkAssetsInfo:
-    """The project behind the running `@flink_assets` body, read from its definition (as dagster-dbt reads
-    its manifest back from `context.assets_def`): each definition knows its own tables, whatever else the
-    process defines."""
-    assets_def = context.assets_def
-    raw = assets_def.op.tags.get(INFO_TAG)
-    if raw is None:
-        raise RuntimeError(f"op {assets_def.op.name} was not built by @flink_assets: no Flink project is known for it")
-    info = json.loads(raw)
-    project = _project(info["pipelines"], info["name"])
-    keys = {spec.metadata[TABLE_METADATA]: spec.key for spec in assets_def.specs if TABLE_METADATA in spec.metadata}
-    return FlinkAssetsInfo(project=project, keys=keys, checks=ChecksSettings.model_validate(info["checks"]),
-                           data_tests={n: t for n, t in project.data_tests.items() if n in keys})
-
-
-@functools.cache
-def _project(pipelines: str, name: str) -> FlinkProject:
-    """A project read once per process (runs of many definitions over one folder share it)."""
-    return FlinkProject(pipelines, name=name)
 
 
 class DeployConfig(Config):
@@ -287,17 +242,6 @@ def _stub(broken: BrokenTable) -> FlinkTable:
 
 
 def _broken_spec(broken: BrokenTable, keys: dict[str, AssetKey], project: FlinkProject) -> AssetSpec:
-    from dagster._core.definitions.metadata.source_code import (
-        CodeReferencesMetadataSet,
-        CodeReferencesMetadataValue,
-        LocalFileCodeReference,
-    )
-
-    root = project.graph.inventory.root
-    with warnings.catch_warnings():  # code references are beta in Dagster: the warning says nothing to users
-        warnings.simplefilter("ignore")
-        reference = CodeReferencesMetadataValue(
-            code_references=[LocalFileCodeReference(file_path=str(root / broken.file), line_number=broken.line)])
     return AssetSpec(
         key=keys[broken.table],
         deps=[keys[r] for r in broken.source.reads if r in keys],
@@ -308,7 +252,7 @@ def _broken_spec(broken: BrokenTable, keys: dict[str, AssetKey], project: FlinkP
                     f"{broken.reason}",
         metadata={"flink/broken": broken.reason, "file": broken.file, "line": broken.line,
                   "excluded_because": ", ".join(broken.excluded_because) or "its own file",
-                  **CodeReferencesMetadataSet(code_references=reference)},
+                  **code_references(project.graph.inventory.root / broken.file, broken.line)},
         skippable=True,
     )
 

@@ -6,7 +6,7 @@ the run-scoped `RunChecks` the deploying op uses to check each table it just dep
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from dagster import (
     AssetCheckKey,
@@ -35,11 +35,20 @@ from shift_left_dagster.checks import (
 from shift_left_dagster.checks.data_tests import DataTest
 from shift_left_dagster.checks.models import DESCRIPTIONS
 from shift_left_dagster.confluent.client import ConfluentClient
-from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.local.spark import get_spark
 from shift_left_dagster.project.inventory import FlinkTable
 
 _DEFAULTS = ChecksSettings()
+
+
+class FlinkTarget(Protocol):
+    """What checks need of the Flink service resource (`ConfluentFlinkResource`, which uses them): whether
+    it is the local service, and that service's data folder."""
+
+    @property
+    def is_local(self) -> bool: ...
+
+    def get_local_data_dir(self) -> str: ...
 
 
 class SparkResource(ConfigurableResource):
@@ -84,7 +93,7 @@ class FlinkChecksResource(ConfigurableResource):
         """The declared checks, read with this resource's sampling and lag settings."""
         return declared.model_copy(update={"sample_rows": self.sample_rows, "max_lag_records": self.max_lag_records})
 
-    def sink_config(self, confluent: ConfluentFlinkResource) -> SinkConfig:
+    def sink_config(self, confluent: FlinkTarget) -> SinkConfig:
         kind = self.sink if self.sink != "auto" else ("local" if confluent.is_local else "files")
         data_dir = self.local_data_dir or (confluent.get_local_data_dir() if kind == "local" else None)
         return SinkConfig(kind=kind, data_dir=data_dir,
@@ -119,7 +128,7 @@ class RunChecks:
     starts Spark) and one resolved configuration, reused for every table the run deploys."""
 
     def __init__(self, *, client: ConfluentClient, env_name: str, checks: FlinkChecksResource,
-                 confluent: ConfluentFlinkResource, spark: SparkResource, asset_key: Callable[[str], AssetKey],
+                 confluent: FlinkTarget, spark: SparkResource, asset_key: Callable[[str], AssetKey],
                  settings: ChecksSettings = _DEFAULTS, selected: Collection[AssetCheckKey] | None = None,
                  data_tests: Mapping[str, Sequence[DataTest]] | None = None) -> None:
         self.client, self.env_name, self.asset_key, self.selected = client, env_name, asset_key, selected

@@ -24,6 +24,7 @@ from dagster.components.utils.translation import TranslationFn, TranslationFnRes
 
 from shift_left_dagster.checks import ChecksSettings
 from shift_left_dagster.checks.models import CheckName
+from shift_left_dagster.defs.builder import build_flink_definitions
 from shift_left_dagster.defs.partitions import PartitionsConfig
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.translator import FlinkTranslator
@@ -74,8 +75,6 @@ class FlinkProjectComponent(Component, Model, Resolvable):
     ] = None
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
-        from shift_left_dagster.defs.definitions import build_flink_definitions
-
         pipelines = (context.path / self.pipelines).resolve()
         resource = ConfluentFlinkResource(mode=self.mode, config_file=self.config_file)
         return build_flink_definitions(

@@ -9,6 +9,7 @@ of its `statement_healthy` check; with `redeploy_failed`, a run is requested for
 from typing import Any
 
 from dagster import (
+    AssetCheckEvaluation,
     AssetCheckSeverity,
     AssetObservation,
     DefaultSensorStatus,
@@ -18,7 +19,6 @@ from dagster import (
     SkipReason,
     sensor,
 )
-from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluation
 
 from shift_left_dagster.checks.models import CheckName
 from shift_left_dagster.confluent.errors import ConfluentError

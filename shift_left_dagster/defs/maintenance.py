@@ -6,8 +6,10 @@ statements and tables go, unless something still reads them (kept, and named in 
 
 from dagster import Config, JobDefinition, OpExecutionContext, job, op
 
+from shift_left_dagster.defs.project import FlinkProject
 from shift_left_dagster.defs.promotion import deployer_of, run_plan
 from shift_left_dagster.defs.resources import ConfluentFlinkResource, lease_busy_fails_the_run
+from shift_left_dagster.deploy.deployment import Deployment
 
 UNDEPLOY_JOB = "undeploy_flink_tables"
 HOUSEKEEP_JOB = "housekeep_flink_project"
@@ -24,7 +26,7 @@ class HousekeepConfig(Config):
     dry_run: bool = False
 
 
-def maintenance_jobs(project) -> list[JobDefinition]:  # noqa: ANN001 - a FlinkProject
+def maintenance_jobs(project: FlinkProject) -> list[JobDefinition]:
     @op
     def undeploy_tables(context: OpExecutionContext, config: UndeployConfig, confluent: ConfluentFlinkResource) -> None:
         """Statements removed, then tables, children first."""
@@ -51,7 +53,7 @@ def maintenance_jobs(project) -> list[JobDefinition]:  # noqa: ANN001 - a FlinkP
     return [undeploy_job, housekeep_job]
 
 
-def _finish(context: OpExecutionContext, deployment, dry_run: bool) -> None:  # noqa: ANN001 - a Deployment
+def _finish(context: OpExecutionContext, deployment: Deployment, dry_run: bool) -> None:
     if dry_run:
         deployment.release()
         context.log.info(f"dry run, nothing changed:\n{deployment}")

@@ -6,7 +6,7 @@ A closed range of days is rebuilt by event time with bounded statements; a range
 redeploys the continuous statements from the range start (see README, "Partitions").
 """
 
-from shift_left_dagster.defs.definitions import build_flink_definitions
+from shift_left_dagster.defs.builder import build_flink_definitions
 from shift_left_dagster.defs.partitions import PartitionsConfig
 
 defs = build_flink_definitions(partitions=PartitionsConfig(granularity="daily", start="2026-01-01"))

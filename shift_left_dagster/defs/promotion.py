@@ -4,13 +4,15 @@ Promotion first verifies the candidates (their checks pass, their keys match the
 serving version's) and promotes nothing when a problem is found.
 """
 
-from dagster import Config, Failure, JobDefinition, OpExecutionContext, job, op
+from dagster import AssetKey, AssetMaterialization, Config, Failure, JobDefinition, OpExecutionContext, job, op
 
 from shift_left_dagster.checks.candidates import verify_candidates
 from shift_left_dagster.checks.readers import open_reader
 from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
+from shift_left_dagster.defs.project import FlinkProject
 from shift_left_dagster.defs.resources import ConfluentFlinkResource, lease_busy_fails_the_run
-from shift_left_dagster.deploy.deployment import Deployer, DeploymentFailed, Unhealthy
+from shift_left_dagster.deploy.deployment import Deployer, Deployment, DeploymentFailed, Unhealthy
+from shift_left_dagster.deploy.steps import Action, RetireStep, TableStep
 
 
 class PromoteConfig(Config):
@@ -23,25 +25,20 @@ class RollbackConfig(Config):
     tables: list[str] = []
 
 
-def deployer_of(project, confluent: ConfluentFlinkResource,  # noqa: ANN001 - a FlinkProject
-                context: OpExecutionContext) -> Deployer:
+def deployer_of(project: FlinkProject, confluent: ConfluentFlinkResource, context: OpExecutionContext) -> Deployer:
     return Deployer(client=confluent.get_client(), graph=project.graph, config=confluent.get_config(),
                     timeout=confluent.statement_timeout_seconds, **confluent.run_lease(context))
 
 
-def run_plan(context: OpExecutionContext, deployment) -> None:  # noqa: ANN001 - a Deployment
+def run_plan(context: OpExecutionContext, deployment: Deployment) -> None:
     """The one executor runs the plan; each table a promotion or rollback touched gets a materialisation
     (what an undeploy or housekeeping step removed is logged: nothing was materialised)."""
-    from dagster import AssetKey, AssetMaterialization
-
-    from shift_left_dagster.deploy.plan import Action
-
     context.log.info(str(deployment))
     try:
         for result in deployment.run():
             if result.step.action in (Action.UNDEPLOY, Action.SKIP):
                 context.log.info(f"{result.step.table}: {result.step.reason}")
-            elif result.step.table:
+            elif isinstance(result.step, TableStep | RetireStep):
                 context.log_event(AssetMaterialization(
                     asset_key=AssetKey([result.step.table]), description=result.step.reason,
                     metadata={"action": result.step.action.value, "version": result.step.version}))
@@ -49,7 +46,7 @@ def run_plan(context: OpExecutionContext, deployment) -> None:  # noqa: ANN001 -
         raise Failure(description=str(error)) from None
 
 
-def promotion_jobs(project) -> list[JobDefinition]:  # noqa: ANN001 - a FlinkProject
+def promotion_jobs(project: FlinkProject) -> list[JobDefinition]:
     @op
     def promote_versions(context: OpExecutionContext, config: PromoteConfig, confluent: ConfluentFlinkResource,
                          checks: FlinkChecksResource, spark: SparkResource) -> None:

@@ -7,22 +7,26 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from dagster import ConfigurableResource, DagsterInstance, Failure, InitResourceContext
+from dagster import (
+    AssetExecutionContext,
+    ConfigurableResource,
+    DagsterInstance,
+    Failure,
+    InitResourceContext,
+    TimeWindow,
+)
 from pydantic import Field, PrivateAttr
 
 from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.defs.checks import FlinkChecksResource, RunChecks, SparkResource
+from shift_left_dagster.defs.info import flink_assets_info
+from shift_left_dagster.defs.run import FlinkRun
+from shift_left_dagster.deploy.deployment import Deployer, Deployment
 from shift_left_dagster.deploy.lease import DAGSTER_RUN_PREFIX, LeaseBusy, Liveness
 from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
 from shift_left_dagster.project.config import FlinkProjectConfig
-
-if TYPE_CHECKING:
-    from dagster import AssetExecutionContext, TimeWindow
-
-    from shift_left_dagster.defs.checks import FlinkChecksResource, SparkResource
-    from shift_left_dagster.defs.run import FlinkRun
-    from shift_left_dagster.deploy.deployment import Deployer, Deployment
 
 
 class ConfluentFlinkResource(ConfigurableResource):
@@ -56,7 +60,7 @@ class ConfluentFlinkResource(ConfigurableResource):
         default=600.0, description="how long a run waits for another live deployment of the project to end")
     _config: FlinkProjectConfig | None = PrivateAttr(default=None)
     _client: ConfluentClient | None = PrivateAttr(default=None)
-    _deployments: list["Deployment"] = PrivateAttr(default_factory=list)
+    _deployments: list[Deployment] = PrivateAttr(default_factory=list)
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         for deployment in self._deployments:  # a body that planned without streaming frees the lease here
@@ -102,10 +106,7 @@ class ConfluentFlinkResource(ConfigurableResource):
 
     # -- deployments (the same Deployer the CLI uses) -------------------------------------------
 
-    def get_deployer(self, context: "AssetExecutionContext") -> "Deployer":
-        from shift_left_dagster.defs.assets import flink_assets_info
-        from shift_left_dagster.deploy.deployment import Deployer
-
+    def get_deployer(self, context: AssetExecutionContext) -> Deployer:
         info = flink_assets_info(context)
         seeds = info.project.seeds_dir if self.is_local and self.seed_local_raw_topics else None
         return Deployer(client=self.get_client(), graph=info.project.graph, config=self.get_config(),
@@ -119,12 +120,10 @@ class ConfluentFlinkResource(ConfigurableResource):
         return {"holder": f"{DAGSTER_RUN_PREFIX}{context.run.run_id}", "lease_wait_seconds": self.lease_wait_seconds,
                 "lease_liveness": run_liveness(context.instance)}
 
-    def deploy(self, *, context: "AssetExecutionContext", dml_only: bool = False, force_sources: bool = False,
+    def deploy(self, *, context: AssetExecutionContext, dml_only: bool = False, force_sources: bool = False,
                may_start_children: bool = False, start_at: datetime | None = None,
-               checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
+               checks: FlinkChecksResource | None = None, spark: SparkResource | None = None) -> FlinkRun:
         """Deploy the selected tables (and what they need) in plan order; `.stream()` the events."""
-        from shift_left_dagster.defs.assets import flink_assets_info
-
         deployer = self.get_deployer(context)
         selected = _selected_tables(context)
         with lease_busy_fails_the_run():
@@ -133,26 +132,22 @@ class ConfluentFlinkResource(ConfigurableResource):
                                          exclude=flink_assets_info(context).outside)
         return self._run(context, deployment, checks, spark)
 
-    def deploy_commit(self, *, context: "AssetExecutionContext", since: str, until: str = "HEAD",
-                      checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
+    def deploy_commit(self, *, context: AssetExecutionContext, since: str, until: str = "HEAD",
+                      checks: FlinkChecksResource | None = None, spark: SparkResource | None = None) -> FlinkRun:
         """Blue/green: what the commits (since, until] changed, beside the serving versions."""
         with lease_busy_fails_the_run():
             deployment = self.get_deployer(context).deploy_commit(since, until)
         return self._run(context, deployment, checks, spark)
 
-    def backfill(self, *, context: "AssetExecutionContext", window: "TimeWindow",
-                 checks: "FlinkChecksResource | None" = None, spark: "SparkResource | None" = None) -> "FlinkRun":
+    def backfill(self, *, context: AssetExecutionContext, window: TimeWindow,
+                 checks: FlinkChecksResource | None = None, spark: SparkResource | None = None) -> FlinkRun:
         """Rebuild a closed window of event time of the selected tables with bounded statements."""
         with lease_busy_fails_the_run():
             deployment = self.get_deployer(context).backfill(_selected_tables(context), window.start, window.end)
         return self._run(context, deployment, checks, spark)
 
-    def _run(self, context: "AssetExecutionContext", deployment: "Deployment",
-             checks: "FlinkChecksResource | None", spark: "SparkResource | None") -> "FlinkRun":
-        from shift_left_dagster.defs.assets import flink_assets_info
-        from shift_left_dagster.defs.checks import FlinkChecksResource, RunChecks, SparkResource
-        from shift_left_dagster.defs.run import FlinkRun
-
+    def _run(self, context: AssetExecutionContext, deployment: Deployment,
+             checks: FlinkChecksResource | None, spark: SparkResource | None) -> FlinkRun:
         info = flink_assets_info(context)
         self._deployments.append(deployment)
         run_checks = None
@@ -165,8 +160,6 @@ class ConfluentFlinkResource(ConfigurableResource):
 
 
 def _selected_tables(context: Any) -> list[str]:
-    from shift_left_dagster.defs.assets import flink_assets_info
-
     by_key = {key: table for table, key in flink_assets_info(context).keys.items()}
     return sorted(by_key[k] for k in context.selected_asset_keys if k in by_key)
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from dagster import (
+    AssetCheckEvaluation,
     AssetCheckKey,
     AssetCheckResult,
     AssetCheckSeverity,
@@ -21,7 +22,6 @@ from dagster import (
     MaterializeResult,
     MetadataValue,
 )
-from dagster._core.definitions.asset_checks.asset_check_evaluation import AssetCheckEvaluation
 
 from shift_left_dagster.checks.models import CheckName
 from shift_left_dagster.defs.checks import RunChecks

@@ -13,6 +13,7 @@ from dagster import (
     AssetSelection,
     JobDefinition,
     RunRequest,
+    SensorDefinition,
     SensorEvaluationContext,
     SensorResult,
     SkipReason,
@@ -21,18 +22,17 @@ from dagster import (
 )
 
 from shift_left_dagster.defs.maintenance import UNDEPLOY_JOB, maintenance_jobs
+from shift_left_dagster.defs.project import FlinkProject
+from shift_left_dagster.defs.tags import CHANGES_TAG, COMMIT_TAG, SINCE_TAG
+from shift_left_dagster.defs.translator import FlinkTranslator
 from shift_left_dagster.deploy.bluegreen import plan_blue_green
 from shift_left_dagster.deploy.changes import Category, GitError, detect_changes, head_commit, repository_of
 
-COMMIT_TAG = "shift_left/commit"  # the run deploys the changes up to this commit...
-SINCE_TAG = "shift_left/since"  # ...since this one, blue/green
-CHANGES_TAG = "shift_left/changes"  # table -> category, for the UI and reviewers
 
-
-def git_sensor(project, translator, name: str = "flink_git_changes", minimum_interval_seconds: int = 30,  # noqa: ANN001
-               undeploy_job: JobDefinition | None = None):
-    """`project` is a FlinkProject, `translator` its FlinkTranslator; `undeploy_job` the project's
-    `undeploy_flink_tables` job when the definitions already hold it (one object per name)."""
+def git_sensor(project: FlinkProject, translator: FlinkTranslator, name: str = "flink_git_changes",
+               minimum_interval_seconds: int = 30, undeploy_job: JobDefinition | None = None) -> SensorDefinition:
+    """`undeploy_job` the project's `undeploy_flink_tables` job when the definitions already hold it (one
+    object per name)."""
     graph = project.graph
     tables = [translator.get_asset_key(table) for table in graph.tables.values()]
 

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import warnings
+from pathlib import Path
 from typing import Any
 
 from dagster import (
     AssetKey,
     AssetSpec,
     AutomationCondition,
+    CodeReferencesMetadataValue,
+    LocalFileCodeReference,
     TableColumn,
     TableColumnDep,
     TableColumnLineage,
     TableSchema,
 )
-from dagster._core.definitions.metadata.source_code import CodeReferencesMetadataSet, LocalFileCodeReference
 
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable
@@ -67,7 +69,7 @@ class FlinkTranslator:
         metadata["column_lineage_unknown"] = dict(unknown) if unknown else None  # why a column has no lineage
         path = table.dml_path or table.ddl_path
         if path:
-            metadata.update(CodeReferencesMetadataSet(code_references=_references(graph, path)))
+            metadata.update(code_references(graph.inventory.root / path))
         return {k: v for k, v in metadata.items() if v is not None}
 
     def get_column_lineage(self, table: FlinkTable, graph: ProjectGraph) -> TableColumnLineage | None:
@@ -106,11 +108,13 @@ class FlinkTranslator:
                          description=f"raw topic {topic}, written outside this project")
 
 
-def _references(graph: ProjectGraph, relative: str):  # noqa: ANN202
-    """A link to the SQL file (Dagster marks code references beta; the warning says nothing to users)."""
-    from dagster._core.definitions.metadata.source_code import CodeReferencesMetadataValue
+CODE_REFERENCES = "dagster/code_references"  # the metadata key the UI links a definition's code from
 
+
+def code_references(file: Path, line: int = 1) -> dict[str, CodeReferencesMetadataValue]:
+    """Metadata linking to a SQL file's line (Dagster marks code references beta; the warning says nothing
+    to users)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return CodeReferencesMetadataValue(
-            code_references=[LocalFileCodeReference(file_path=str(graph.inventory.root / relative), line_number=1)])
+        return {CODE_REFERENCES: CodeReferencesMetadataValue(
+            code_references=[LocalFileCodeReference(file_path=str(file), line_number=line)])}

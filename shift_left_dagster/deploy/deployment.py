@@ -31,6 +31,7 @@ from shift_left_dagster.deploy.seeds import seed_files
 from shift_left_dagster.deploy.undeploy import undeploy_plan
 from shift_left_dagster.project.config import FlinkProjectConfig
 from shift_left_dagster.project.graph import ProjectGraph
+from shift_left_dagster.project.inventory import analyse_file
 
 
 class Unhealthy(RuntimeError):
@@ -93,8 +94,6 @@ class Deployment:
     def changed_on_disk(self) -> list[str]:
         """Files of planned tables whose text changed since the project was loaded: the plan deploys the
         loaded SQL (the one its code versions hash), so a caller says so and asks for a reload."""
-        from shift_left_dagster.project.inventory import analyse_file
-
         changed = []
         root = self.graph.inventory.root
         for table in sorted({s.table for s in self.plan.changes if s.table and s.table in self.graph.tables}):

@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.confluent.errors import Conflict, NotFound
+from shift_left_dagster.deploy.errors import LeaseBusy
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +34,6 @@ PROCESS_LABEL = "sl_lease_process"  # <host>:<pid> of the process that holds it
 DAGSTER_RUN_PREFIX = "dagster-run:"
 
 Liveness = Callable[[str], bool | None]  # holder -> alive? (None: cannot tell)
-
-
-class LeaseBusy(RuntimeError):
-    """Another deployment of the project held the lease for longer than we may wait."""
 
 
 def this_process() -> str:

@@ -12,7 +12,6 @@ from typing import Literal
 
 from sqlglot import exp
 
-from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.project.parsing import parse_statements
 
 
@@ -33,21 +32,3 @@ def seed_files(seeds_dir: Path) -> dict[str, str]:
         table = creates[0].tree.find(exp.Table) if creates else None
         found[table.name if table is not None else path.stem] = path.name
     return found
-
-
-def seed_raw_topics(client: ConfluentClient, seeds_dir: Path, only: set[str] | None = None,
-                    timeout: float = 300.0) -> list[str]:
-    """Seed every raw topic (of `only`, when given) that does not exist yet: SEED steps of a plan, run by
-    the one executor. Idempotent."""
-    from shift_left_dagster.deploy.executor import PlanExecutor
-    from shift_left_dagster.deploy.plan import DeploymentPlan, PlanOptions
-    from shift_left_dagster.deploy.steps import PlanKind, PlanStep, SeedStep
-
-    existing = {topic.topic_name for topic in client.list_topics()}
-    wanted = {t: f for t, f in seed_files(seeds_dir).items() if t not in existing and (only is None or t in only)}
-    steps: list[PlanStep] = [SeedStep(index=i, reason="raw topic missing: seeded", topic=t, seed_file=f)
-             for i, (t, f) in enumerate(sorted(wanted.items()))]
-    plan = DeploymentPlan(kind=PlanKind.SEED, targets=sorted(wanted), options=PlanOptions(), steps=steps)
-    for _ in PlanExecutor(client, timeout=timeout, seeds_root=seeds_dir).run(plan):
-        pass
-    return sorted(wanted)

@@ -10,8 +10,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
+import requests
+
 from shift_left_dagster.confluent.client import ConfluentClient, bind_to_data_dir
-from shift_left_dagster.project.config import FlinkProjectConfig, load_config, local_defaults
+from shift_left_dagster.local.health import require_folder
+from shift_left_dagster.project.config import FlinkProjectConfig, load_config, local_credentials, local_defaults
 
 Mode = Literal["auto", "local", "cloud"]
 
@@ -53,8 +56,6 @@ def _local_target(local_url: str | None, local_data_dir: str | None) -> FlinkPro
     if local_url:
         if not local_data_dir:
             return local_defaults(local_url)
-        from shift_left_dagster.local.health import require_folder
-
         require_folder(local_url, local_data_dir)  # OtherFolderService names both folders
         return bind_to_data_dir(local_defaults(local_url), local_data_dir)
     from shift_left_dagster.local.process import ensure_running  # Spark only when local
@@ -80,10 +81,6 @@ def local_data_dir(local_url: str | None, data_dir: str | None) -> str:
     if data_dir:
         return data_dir
     if local_url:
-        import requests
-
-        from shift_left_dagster.project.config import local_credentials
-
         answer = requests.get(f"{local_url}/local/v1/health", auth=local_credentials(), timeout=10)
         answer.raise_for_status()
         return answer.json()["data_dir"]

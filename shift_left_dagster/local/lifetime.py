@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from shift_left_dagster.local.settings import FAST_START_JAVA_OPTIONS, SPARK_JAVA_OPTIONS_ENV
+
 PR_SET_PDEATHSIG = 1
 TMP_DIR = "tmp"  # under the data folder: Spark's local dirs, the JVM's and Python's temp files
 
@@ -71,8 +73,6 @@ def confine_to(data_dir: Path) -> dict[str, str]:
     snappy and lz4 unpack native libraries), Python's tempfile, and no
     hsperfdata file in /tmp (-XX:-UsePerfData), for the driver and Spark's launcher.
     """
-    from shift_left_dagster.local.spark import FAST_START_JAVA_OPTIONS, SPARK_JAVA_OPTIONS_ENV
-
     tmp = data_dir / TMP_DIR
     tmp.mkdir(parents=True, exist_ok=True)
     jvm = f"-Djava.io.tmpdir={tmp} -XX:-UsePerfData"

@@ -23,6 +23,10 @@ DATA_DIR_ENV = "SHIFT_LEFT_LOCAL_DATA"
 DEFAULT_DATA_DIR = Path(".shift_left_dagster") / "local"
 DEFAULT_PORT = 8084
 HOST = "127.0.0.1"  # never another interface: the service has no TLS and a fixed default key
+SPARK_JAVA_OPTIONS_ENV = "SHIFT_LEFT_SPARK_JAVA_OPTIONS"
+# C1 only, to start fast; its code cache defaults to 48 MB, which a long-running service fills with the
+# classes Spark generates per query, and then the JVM stops compiling (all later code interpreted).
+FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
 
 
 class Identity(BaseModel):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,11 +19,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 from pyspark.sql.functions import builtin
 
+from shift_left_dagster.local.settings import FAST_START_JAVA_OPTIONS, SPARK_JAVA_OPTIONS_ENV
+
 SPARK_MASTER_ENV = "SHIFT_LEFT_SPARK_MASTER"
-SPARK_JAVA_OPTIONS_ENV = "SHIFT_LEFT_SPARK_JAVA_OPTIONS"
-# C1 only, to start fast; its code cache defaults to 48 MB, which a long-running service fills with the
-# classes Spark generates per query, and then the JVM stops compiling (all later code interpreted).
-FAST_START_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=256m"
 
 # Interpreted expressions, no generated Java: for a query over a few rows, compiling its code (Janino,
 # then the JIT) costs more than the code saves. Both confs are read when a query is planned and run.
@@ -43,6 +42,9 @@ def get_spark() -> SparkSession:
 
 def _build() -> SparkSession:
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")  # the JVM's own address choice, before any config
+    # Python workers run this interpreter, not the first `python3` on the PATH: PySpark refuses a worker of
+    # another minor version (a 3.12 venv on a machine whose python3 is 3.11).
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     java_options = os.environ.get(SPARK_JAVA_OPTIONS_ENV, FAST_START_JAVA_OPTIONS)
     builder = (
         SparkSession.builder.master(os.environ.get(SPARK_MASTER_ENV, "local[*]"))

@@ -47,6 +47,8 @@ from urllib.parse import urlsplit
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from shift_left_dagster.project.errors import ConfigFileError
+
 CONFIG_FILE_ENV = "CONFIG_FILE"
 DEFAULT_CONFIG_FILE = "config.yaml"
 
@@ -85,15 +87,6 @@ _SECTIONS = ("kafka", "registry", "confluent_cloud", "flink", "app")
 # "<no-key". Not looked for under app, whose values may be SQL ("a <> b").
 _PLACEHOLDER = re.compile(r"<TO_FILL>|^<[^<>\s]*(>|$)")
 _SECRET_KEY = re.compile(r"secret|password|token|credential", re.IGNORECASE)
-
-
-class ConfigFileError(ValueError):
-    """The config file is missing, unreadable or invalid; lists every problem at once."""
-
-    def __init__(self, path: Path | str, problems: list[str]) -> None:
-        self.path = str(path)
-        self.problems = problems
-        super().__init__(f"{self.path}: {'; '.join(problems)}")
 
 
 class _Section(BaseModel):

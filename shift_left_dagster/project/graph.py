@@ -11,7 +11,8 @@ from collections.abc import Iterable
 from functools import cached_property
 from graphlib import CycleError, TopologicalSorter
 
-from shift_left_dagster.project.inventory import FlinkTable, Inventory, ProjectError
+from shift_left_dagster.project.errors import ProjectError
+from shift_left_dagster.project.inventory import FlinkTable, Inventory
 from shift_left_dagster.project.problems import BrokenTable
 
 

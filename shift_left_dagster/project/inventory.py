@@ -25,17 +25,10 @@ from pydantic import BaseModel, Field
 
 from shift_left_dagster.project import analysis, dialect, parsing
 from shift_left_dagster.project.analysis import DdlInfo, DmlInfo, StateForm
+from shift_left_dagster.project.errors import ProjectError
 from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement, to_flink_sql
 from shift_left_dagster.project.problems import BrokenTable, ProjectProblem, TableSource, exclude_broken
 from shift_left_dagster.project.table_files import deleted_in_git, missing_file
-
-
-class ProjectError(ValueError):
-    """A problem with the project as a whole; each line names a file (and line)."""
-
-    def __init__(self, problems: list[str]):
-        self.problems = problems
-        super().__init__("\n".join(problems))
 
 
 class TableType(StrEnum):

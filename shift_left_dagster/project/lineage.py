@@ -37,8 +37,9 @@ from sqlglot.schema import MappingSchema
 
 from shift_left_dagster.project.analysis import WINDOW_TVFS
 from shift_left_dagster.project.dialect import Flink, StatementSet, TableArgument
+from shift_left_dagster.project.errors import ProjectError
 from shift_left_dagster.project.graph import ProjectGraph
-from shift_left_dagster.project.inventory import ProjectError, paused_gc
+from shift_left_dagster.project.inventory import paused_gc
 from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement
 
 ROWTIME = "$rowtime"  # Confluent's system column: readable on every table, never part of SELECT *

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import sqlglot
 from sqlglot import exp
 
 Builder = Callable[[list[exp.Expr]], exp.Expr]
@@ -58,8 +59,6 @@ def _number(value: int) -> exp.Literal | exp.Neg:
 
 def spark_template(sql: str, **args: exp.Expr) -> exp.Expr:
     """A Spark expression template whose `{name}` placeholders are replaced by argument trees."""
-    import sqlglot
-
     tree = sqlglot.parse_one(sql.format(**{k: f"__sl_arg_{k}" for k in args}), read="spark")
     for key, value in args.items():
         for column in list(tree.find_all(exp.Column)):

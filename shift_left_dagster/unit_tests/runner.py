@@ -16,13 +16,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import shift_left_dagster.unit_tests.layout as layout
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.confluent.errors import ConfluentError
 from shift_left_dagster.deploy.bounded import run_bounded
 from shift_left_dagster.deploy.rewrite import with_source_options
+from shift_left_dagster.project.analysis import analyze_ddl
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable, build_inventory
-from shift_left_dagster.unit_tests import layout
+from shift_left_dagster.project.parsing import parse_statements
 from shift_left_dagster.unit_tests.models import CaseResult, TestCase, TestDefinition, UnitTestReport
 from shift_left_dagster.unit_tests.scaffold import parent_ddl
 from shift_left_dagster.unit_tests.sql import csv_insert, on_twins, twins
@@ -146,9 +148,6 @@ class _CaseRun:
     def _inputs(self, parent: str, file_name: str, kind: str) -> list[str]:
         text = self._read(file_name)
         if kind == "csv":
-            from shift_left_dagster.project.analysis import analyze_ddl
-            from shift_left_dagster.project.parsing import parse_statements
-
             ddl = analyze_ddl(parse_statements(self._foundation_ddl(parent), parent)[0])
             return [csv_insert(self.mapping[parent], text, {c.name: c.type for c in ddl.columns})]
         return on_twins(text, self.mapping, file_name)

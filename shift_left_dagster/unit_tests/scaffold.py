@@ -13,11 +13,11 @@ from pathlib import Path
 
 from sqlglot import exp
 
+import shift_left_dagster.unit_tests.layout as layout
 from shift_left_dagster.project.analysis import Column, analyze_ddl
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import build_inventory
 from shift_left_dagster.project.parsing import FLINK, parse_statements
-from shift_left_dagster.unit_tests import layout
 from shift_left_dagster.unit_tests.models import Foundation, TestCase, TestData, TestDefinition
 from shift_left_dagster.unit_tests.sql import on_twins, twins
 

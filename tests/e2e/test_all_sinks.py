@@ -12,7 +12,7 @@ from dagster import AssetKey, AssetSelection, DagsterInstance, materialize
 
 from shift_left_dagster import ConfluentFlinkResource, FlinkProject
 from shift_left_dagster.defs.assets import build_flink_assets
-from shift_left_dagster.defs.definitions import flink_resources
+from shift_left_dagster.defs.builder import flink_resources
 from shift_left_dagster.deploy.deployment import Deployer
 from shift_left_dagster.deploy.plan import Action
 from shift_left_dagster.local.process import InProcessService

@@ -8,7 +8,7 @@ import pytest
 from dagster import AssetKey, AssetSelection, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
-from shift_left_dagster.defs.definitions import flink_resources
+from shift_left_dagster.defs.builder import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.local.process import InProcessService
 from tests.integration import expected_p1

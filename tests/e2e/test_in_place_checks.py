@@ -18,7 +18,7 @@ import pytest
 from dagster import AssetSelection, DagsterInstance, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
-from shift_left_dagster.defs.definitions import flink_resources
+from shift_left_dagster.defs.builder import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
 from shift_left_dagster.local.process import InProcessService

@@ -14,7 +14,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
-from shift_left_dagster.defs.definitions import flink_resources
+from shift_left_dagster.defs.builder import flink_resources
 from shift_left_dagster.defs.maintenance import HOUSEKEEP_JOB, maintenance_jobs
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.deploy.identity import project_identity

@@ -16,7 +16,7 @@ import pytest
 from dagster import AssetKey, AssetSelection, DagsterInstance, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
-from shift_left_dagster.defs.definitions import flink_resources
+from shift_left_dagster.defs.builder import flink_resources
 from shift_left_dagster.defs.partitions import PartitionsConfig
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.local.process import InProcessService

@@ -16,7 +16,7 @@ import pytest
 from dagster import AssetCheckKey, AssetKey, AssetSelection, DagsterInstance, DagsterRunStatus, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
-from shift_left_dagster.defs.definitions import flink_resources
+from shift_left_dagster.defs.builder import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.local.process import InProcessService
 from tests.e2e.postgres import PostgresServer, find_bin_dir, throwaway_postgres

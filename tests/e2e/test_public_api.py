@@ -15,8 +15,8 @@ from dagster import AssetExecutionContext, AssetKey, DagsterInstance, materializ
 
 from shift_left_dagster import ConfluentFlinkResource, FlinkProject, flink_assets
 from shift_left_dagster.defs.assets import build_flink_assets
-from shift_left_dagster.defs.definitions import flink_resources
-from shift_left_dagster.defs.sensors import COMMIT_TAG, SINCE_TAG
+from shift_left_dagster.defs.builder import flink_resources
+from shift_left_dagster.defs.tags import COMMIT_TAG, SINCE_TAG
 from shift_left_dagster.local.process import InProcessService
 from tests.integration.support import PROJECT, client_for, git, project_repo, quiesce, seed_rows, select
 

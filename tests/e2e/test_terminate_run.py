@@ -36,7 +36,7 @@ RUN = textwrap.dedent("""
     import sys
     from dagster import AssetSelection, DagsterInstance, materialize
     from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
-    from shift_left_dagster.defs.definitions import flink_resources
+    from shift_left_dagster.defs.builder import flink_resources
     from shift_left_dagster.defs.resources import ConfluentFlinkResource
     from shift_left_dagster.checks import ChecksSettings
 

@@ -30,7 +30,7 @@ from shift_left_dagster.checks import (
 )
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.deploy.deployment import Deployer
-from shift_left_dagster.deploy.seeds import seed_raw_topics
+from shift_left_dagster.deploy.seed_topics import seed_raw_topics
 from shift_left_dagster.local.catalog import DELETE, INSERT, OP, ROWTIME, TableDef
 from shift_left_dagster.local.process import InProcessService
 from shift_left_dagster.local.reader import LocalData

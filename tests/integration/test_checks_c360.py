@@ -19,7 +19,7 @@ from shift_left_dagster.checks import (
     run_checks,
 )
 from shift_left_dagster.deploy.deployment import Deployer
-from shift_left_dagster.deploy.seeds import seed_raw_topics
+from shift_left_dagster.deploy.seed_topics import seed_raw_topics
 from shift_left_dagster.local.process import InProcessService
 from shift_left_dagster.local.reader import LocalData
 from shift_left_dagster.project.config import local_defaults

@@ -17,8 +17,9 @@ from typer.testing import CliRunner
 from shift_left_dagster.cli import app
 from shift_left_dagster.deploy.live import LiveState
 from shift_left_dagster.deploy.plan import build_plan
+from shift_left_dagster.project.errors import ProjectError
 from shift_left_dagster.project.graph import ProjectGraph
-from shift_left_dagster.project.inventory import ProjectError, analyse_file, build_inventory
+from shift_left_dagster.project.inventory import analyse_file, build_inventory
 
 SAMPLE = Path(__file__).resolve().parents[2] / "flink_project"
 BROKEN_DML = "pipelines/intermediates/p1/int_table_1/sql-scripts/dml.int_table_1.sql"
@@ -194,7 +195,7 @@ def test_a_commit_that_breaks_a_file_never_undeploys_its_table(tmp_path: Path) -
 
 
 def test_definitions_load_with_broken_tables_flagged(broken: Path) -> None:
-    from shift_left_dagster.defs.definitions import build_flink_definitions
+    from shift_left_dagster.defs.builder import build_flink_definitions
 
     defs = build_flink_definitions(str(broken))
     repo = defs.get_repository_def()
@@ -220,8 +221,17 @@ def test_definitions_load_with_broken_tables_flagged(broken: Path) -> None:
     assert not upstream & {AssetKey("int_table_1"), AssetKey("fct_order")}
 
 
+def test_a_broken_table_links_to_its_broken_line(broken: Path) -> None:
+    from shift_left_dagster.defs.assets import FlinkProject, build_broken_table_assets
+
+    (flagged,) = build_broken_table_assets(FlinkProject(str(broken)))
+    spec = next(s for s in flagged.specs if s.key == AssetKey("int_table_1"))
+    (reference,) = spec.metadata["dagster/code_references"].code_references
+    assert reference.file_path == str(broken.parent / BROKEN_DML) and reference.line_number == 3
+
+
 def test_materialising_a_broken_table_fails_its_check_with_the_message(broken: Path) -> None:
-    from shift_left_dagster.defs.definitions import build_flink_definitions
+    from shift_left_dagster.defs.builder import build_flink_definitions
 
     assets = build_flink_definitions(str(broken)).get_repository_def().assets_defs_by_key
     flagged = assets[AssetKey("int_table_1")]

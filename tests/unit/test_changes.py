@@ -103,7 +103,8 @@ def test_git_sensor_requests_one_run_per_commit_and_never_twice(repo):
     from dagster import AssetKey, DagsterInstance, build_sensor_context
 
     from shift_left_dagster.defs.assets import FlinkProject
-    from shift_left_dagster.defs.sensors import CHANGES_TAG, COMMIT_TAG, SINCE_TAG, git_sensor
+    from shift_left_dagster.defs.sensors import git_sensor
+    from shift_left_dagster.defs.tags import CHANGES_TAG, COMMIT_TAG, SINCE_TAG
     from shift_left_dagster.defs.translator import FlinkTranslator
 
     project = FlinkProject(repo / "pipelines")

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from shift_left_dagster.cli import _targets, app
 from shift_left_dagster.deploy.target import target_config
-from shift_left_dagster.project.config import ConfigFileError
+from shift_left_dagster.project.errors import ConfigFileError
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import build_inventory
 from tests.unit.test_config import SHIFT_LEFT_CONFIG

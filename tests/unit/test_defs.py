@@ -3,7 +3,8 @@
 from dagster import AssetKey, AssetSpec
 
 from shift_left_dagster.defs.assets import FlinkProject, FlinkTranslator, build_flink_assets
-from shift_left_dagster.defs.definitions import build_flink_definitions, defs
+from shift_left_dagster.defs.builder import build_flink_definitions
+from shift_left_dagster.defs.definitions import defs
 
 
 def test_definitions_load_with_one_subsettable_multi_asset():
@@ -102,3 +103,16 @@ def test_two_tables_with_one_key_is_a_clear_error():
 
     with pytest.raises(ValueError, match="map to the same asset key"):
         build_flink_assets(FlinkProject(), Collapsing())
+
+
+def test_specs_link_to_their_sql_file_through_dagster_public_code_references():
+    from dagster import CodeReferencesMetadataValue, LocalFileCodeReference
+
+    multi = build_flink_assets(FlinkProject(), FlinkTranslator())[0]
+    spec = next(s for s in multi.specs if s.key == AssetKey("fct_order"))
+    value = spec.metadata["dagster/code_references"]
+    assert isinstance(value, CodeReferencesMetadataValue)
+    (reference,) = value.code_references
+    assert isinstance(reference, LocalFileCodeReference)
+    assert reference.file_path.endswith("/facts/p1/fct_order/sql-scripts/dml.fct_order.sql")
+    assert reference.line_number == 1

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from shift_left_dagster.project import inventory as inventory_module
+from shift_left_dagster.project.errors import ProjectError
 from shift_left_dagster.project.graph import ProjectGraph
-from shift_left_dagster.project.inventory import ProjectError, build_inventory
+from shift_left_dagster.project.inventory import build_inventory
 from shift_left_dagster.project.report import hierarchy, inventory_report, write_pipeline_definition
 
 REPO = Path(__file__).resolve().parents[2]

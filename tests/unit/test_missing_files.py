@@ -119,7 +119,7 @@ def test_a_table_whose_whole_folder_is_gone_is_removed(project: Path) -> None:
 
 
 def test_materialising_a_table_with_a_missing_dml_fails_naming_the_file(project: Path) -> None:
-    from shift_left_dagster.defs.definitions import build_flink_definitions
+    from shift_left_dagster.defs.builder import build_flink_definitions
 
     (project / INT2_DML).unlink()
     assets = build_flink_definitions(str(project / "pipelines")).get_repository_def().assets_defs_by_key

@@ -13,7 +13,7 @@ import responses
 from dagster import AssetSelection, DagsterInstance, EnvVar, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
-from shift_left_dagster.defs.definitions import flink_resources
+from shift_left_dagster.defs.builder import flink_resources
 from shift_left_dagster.defs.resources import ConfluentFlinkResource
 
 SAMPLE = Path(__file__).resolve().parents[2] / "flink_project"
