@@ -159,6 +159,15 @@ def _targets(graph, tables: list[str] | None, product: str | None, list_file: Pa
     return chosen
 
 
+def _plan_schema(wanted: bool) -> None:
+    """What `plan --json` prints, described: each step's model is chosen by its `action`."""
+    if wanted:
+        from shift_left_dagster.deploy.plan import DeploymentPlan
+
+        typer.echo(json.dumps(DeploymentPlan.model_json_schema(), indent=1))
+        raise typer.Exit()
+
+
 def _planned_deployment(pipelines: Path | None, config: Path | None, chosen: tuple, exclusive: bool = True,
                         **flags: bool):  # noqa: ANN202
     """The deployment of the chosen tables (`_targets` arguments), or exit 2 naming why it can't be planned."""
@@ -187,6 +196,9 @@ def plan(
     force_sources: Annotated[bool, typer.Option("--force-sources", help="redeploy running sources")] = False,
     force: Annotated[bool, typer.Option("--force", help="redeploy the tables even when unchanged")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="print the plan as JSON")] = False,
+    json_schema: Annotated[bool, typer.Option(
+        "--json-schema", help="print the JSON Schema of --json's output (one step type per action) and exit",
+        callback=lambda wanted: _plan_schema(wanted), is_eager=True)] = False,
 ) -> None:
     """The ordered steps deploying TABLES would take against the configured service, with reasons."""
     deployment = _planned_deployment(pipelines, config, (tables, product, table_list_file, exclude, folder),

@@ -249,3 +249,17 @@ def test_schema_context_replaces_one_written_in_git_and_skips_formats_without_re
     rewritten = with_schema_context(ddl, ".flink-prod")
     assert "'value.json-registry.schema-context' = '.flink-prod'" in rewritten and ".flink-dev" not in rewritten
     assert "key.raw.schema-context" not in rewritten
+
+
+def test_a_plan_as_json_reads_back_into_the_same_step_types_and_describes_itself(graph):
+    """`plan --json` is the plan itself: each step's `action` picks its model, as `plan --json-schema` says."""
+    from shift_left_dagster.deploy.plan import DeploymentPlan
+
+    plan = build_plan(graph, ["fct_order", "fct_c360_purchase"], running(graph, ["src_table_1"], phase="STOPPED"))
+    again = DeploymentPlan.model_validate_json(plan.model_dump_json())
+    assert again == plan
+    assert {type(s).__name__ for s in again.steps} == {"CreatePoolStep", "ResumeStep", "DeployStep"}
+    out = subprocess.run([sys.executable, "-m", "shift_left_dagster.cli", "plan", "--json-schema"],
+                         capture_output=True, text=True, check=True).stdout
+    mapping = json.loads(out)["properties"]["steps"]["items"]["discriminator"]["mapping"]
+    assert set(mapping) == {a.value for a in Action}
