@@ -119,7 +119,7 @@ def _run(deployment) -> None:  # noqa: ANN001 - a Deployment
     try:
         for result in deployment.run():
             phases = ", ".join(f"{n}={p}" for n, p in result.statements.items())
-            what = result.step.physical_table or result.step.table or result.compute_pool
+            what = result.step.target or result.compute_pool
             typer.echo(f"done {result.step.index}: {result.step.action.value} {what} {phases}")
     except (DeploymentFailed, Unhealthy) as error:
         typer.echo(f"error: {error}", err=True)
@@ -260,6 +260,42 @@ def backfill(
     except BackfillRefused as error:
         _fail(error)
     _run(deployment)
+
+
+@app.command()
+def reprocess(
+    tables: Annotated[list[str], typer.Argument(help="tables to reprocess (their deployed descendants follow)")],
+    start: Annotated[datetime, typer.Option("--from", help="read every source from this time (UTC), e.g. 2026-01-02")],
+    pipelines: PipelinesOption = None,
+    config: ConfigOption = None,
+    to_new_version: Annotated[bool, typer.Option(
+        "--to-new-version/--in-place", help="build new versions beside the serving ones (in place: not offered, "
+                                            "it would rewrite a sink consumers read)")] = True,
+    allow_partial_history: Annotated[bool, typer.Option(
+        "--allow-partial-history", help="consent: the new versions will not hold history before --from")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print the plan and what it leaves out only")] = False,
+) -> None:
+    """Reprocess TABLES' history from --from into new blue/green versions beside the serving ones (the
+    runbook's shadow backfill, for tables a window can't rebuild); then `promote` or `rollback`."""
+    from shift_left_dagster.deploy.plan import PlanError
+    from shift_left_dagster.deploy.reprocess import history_not_reprocessed
+
+    if not to_new_version:
+        _fail(ValueError("--in-place: rewinding a serving statement onto its own sink duplicates an append "
+                         "table's rows and mixes a stateful one's; reprocess into a new version instead"))
+    try:
+        deployment = _deployer(pipelines, config, exclusive=not dry_run).reprocess(tables, start)
+    except PlanError as error:
+        _fail(error)
+    typer.echo("\n".join(history_not_reprocessed(deployment.plan)))
+    if dry_run or not allow_partial_history:
+        deployment.release()
+        typer.echo(str(deployment))
+        if not dry_run:
+            _fail(ValueError("nothing ran: pass --allow-partial-history to accept the history above"))
+        return
+    _run(deployment)
+    typer.echo("check the new versions (shift-left-dagster check), then: shift-left-dagster promote | rollback")
 
 
 @app.command()

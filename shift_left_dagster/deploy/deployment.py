@@ -27,6 +27,7 @@ from shift_left_dagster.deploy.lease import DeploymentLease, Liveness, this_proc
 from shift_left_dagster.deploy.live import PROJECT_LABEL, LiveState, live_state
 from shift_left_dagster.deploy.naming import lease_name
 from shift_left_dagster.deploy.plan import DeploymentPlan, PlanOptions, PlanStep, build_plan, render_plan
+from shift_left_dagster.deploy.reprocess import reprocess_plan
 from shift_left_dagster.deploy.seeds import seed_files
 from shift_left_dagster.deploy.undeploy import undeploy_plan
 from shift_left_dagster.project.config import FlinkProjectConfig
@@ -184,6 +185,11 @@ class Deployer:
 
     def backfill(self, tables: list[str], start: datetime, end: datetime) -> Deployment:
         return self._planned(lambda live: plan_backfill(self.graph, tables, start, end, live, self.options(live)))
+
+    def reprocess(self, tables: list[str], start: datetime) -> Deployment:
+        """New versions of `tables` (and their deployed descendants) reading their sources from `start`,
+        beside the serving ones: promote or roll them back afterwards."""
+        return self._planned(lambda live: reprocess_plan(self.graph, tables, start, live, self.options(live)))
 
     def promote(self, tables: list[str] | None = None) -> Deployment:
         return self._planned(lambda live: promote_plan(self.graph, live, self.options(live), tables))

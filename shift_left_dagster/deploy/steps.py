@@ -42,6 +42,7 @@ class PlanKind(StrEnum):
     ROLLBACK = "rollback"
     UNDEPLOY = "undeploy"
     HOUSEKEEPING = "housekeeping"
+    REPROCESS = "reprocess"
     SEED = "seed"
 
 
