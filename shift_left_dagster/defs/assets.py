@@ -77,13 +77,18 @@ def build_flink_asset_specs(
                              "make FlinkTranslator.get_asset_key return distinct keys")
         owners[key] = name
         keys[name] = key
-    specs = [translator.get_asset_spec(graph.tables[n], graph).merge_attributes(metadata={TABLE_METADATA: n})
-             for n in names]
+    specs = [_named(translator.get_asset_spec(graph.tables[n], graph), n) for n in names]
     settings = checks or ChecksSettings()
     tests = project.data_tests
     checks_list = [c for n in names for c in check_specs(keys[n], graph.tables[n], settings, tests.get(n, ()))]
     return FlinkAssetSpecs(specs=specs, check_specs=checks_list, externals=external_specs(graph, translator, names),
                            keys=keys)
+
+
+def _named(spec: AssetSpec, table: str) -> AssetSpec:
+    """A spec that says which table it is (a translator overriding get_metadata may have dropped it)."""
+    return spec if spec.metadata.get(TABLE_METADATA) == table else spec.merge_attributes(
+        metadata={TABLE_METADATA: table})
 
 
 def external_specs(graph: ProjectGraph, translator: FlinkTranslator, tables: Sequence[str]) -> list[AssetSpec]:

@@ -55,6 +55,7 @@ class FlinkTranslator:
 
     def get_metadata(self, table: FlinkTable, graph: ProjectGraph) -> dict[str, Any]:
         metadata: dict[str, Any] = {
+            "flink/table": table.name,  # how a run finds the table an asset is (defs/info.py)
             "ddl_path": table.ddl_path,
             "dml_path": table.dml_path,
             "primary_key": ", ".join(table.primary_key) or None,
