@@ -2,7 +2,7 @@
 reads its manifest back from `context.assets_def`), kept apart from the asset factory so the resource that
 reads it and the factory that writes it do not import each other."""
 
-import functools
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -33,8 +33,10 @@ TABLE_METADATA = "flink/table"  # spec metadata: the table an asset is
 
 
 def op_tags(project: FlinkProject, checks: ChecksSettings | None) -> dict[str, str]:
-    """The op tag a `@flink_assets` definition carries: its project and checks."""
-    info = {"pipelines": str(project.pipelines_dir), "name": project.name,
+    """The op tag a `@flink_assets` definition carries: its project (by path and content) and checks."""
+    identity = _identity(project)
+    _LOADED.setdefault(identity, project)
+    info = {"pipelines": str(project.pipelines_dir), "name": project.name, "identity": identity,
             "checks": (checks or ChecksSettings()).model_dump(mode="json")}
     return {INFO_TAG: json.dumps(info)}
 
@@ -48,13 +50,23 @@ def flink_assets_info(context: AssetExecutionContext) -> FlinkAssetsInfo:
     if raw is None:
         raise RuntimeError(f"op {assets_def.op.name} was not built by @flink_assets: no Flink project is known for it")
     info = json.loads(raw)
-    project = _project(info["pipelines"], info["name"])
+    project = _LOADED.get(info["identity"]) or FlinkProject(info["pipelines"], name=info["name"])
+    if _identity(project) != info["identity"]:
+        raise RuntimeError(f"{info['pipelines']} changed since the definitions were loaded: reload the code location")
     keys = {spec.metadata[TABLE_METADATA]: spec.key for spec in assets_def.specs if TABLE_METADATA in spec.metadata}
     return FlinkAssetsInfo(project=project, keys=keys, checks=ChecksSettings.model_validate(info["checks"]),
                            data_tests={n: t for n, t in project.data_tests.items() if n in keys})
 
 
-@functools.cache
-def _project(pipelines: str, name: str) -> FlinkProject:
-    """A project read once per process (runs of many definitions over one folder share it)."""
-    return FlinkProject(pipelines, name=name)
+# The projects definitions were built from, by content: a run deploys the SQL its definitions loaded (the
+# code versions Dagster shows), even when a file changed since. Keyed by content, not by op name, so two
+# definitions can never see each other's project (two over the same content share one, rightly).
+_LOADED: dict[str, FlinkProject] = {}
+
+
+def _identity(project: FlinkProject) -> str:
+    """The project's folder, name and every table's code version, hashed."""
+    graph = project.graph
+    content = [str(project.pipelines_dir), project.name, sorted((t, i.code_version) for t, i in graph.tables.items()),
+               sorted(graph.broken)]
+    return hashlib.sha256(json.dumps(content).encode()).hexdigest()[:16]
