@@ -122,7 +122,31 @@ def kafka_rest_routes(engine: Engine) -> list[Route]:
                                   if c.value is not None])
         return JSONResponse(topic_body(str(request.base_url).rstrip("/"), cluster, table), status_code=201)
 
+    def produce_one(cluster: str, table: TableDef, document: Any) -> dict[str, Any]:
+        """Write one record (on the engine thread) and give its delivery report; ProduceError when refused."""
+        try:
+            record = RecordIn.model_validate(document)
+            if record.partition_id is not None:  # refused, not ignored: the client would read another partition
+                raise ProduceError(400, 400, "partition_id is not supported by the local service: a record goes to "
+                                             "the partition the table's key hashes it to (leave partition_id out)")
+            row, sizes = _row(registry, table, record)
+            stamp = record.timestamp or datetime.now(UTC)
+            values = [stamp if c.metadata_key == "timestamp" and row.get(c.name) is None else
+                      _spark_value(row.get(c.name), spark_type_of(c.type), c.name) for c in table.stored_columns]
+            batch = engine.on_engine_thread(lambda: _append(engine, table, values, stamp))
+        except RegistryError as error:
+            raise ProduceError(error.status, error.code, error.message) from None
+        except (ValidationError, NotNullViolation, TypeError, ValueError) as error:  # Spark checks values too
+            raise ProduceError(400, 400, _invalid(error)) from None
+        partition, (offset, _end) = next(iter(batch.ranges.items()))
+        return {"error_code": 200, "cluster_id": cluster, "topic_name": table.name, "partition_id": partition,
+                "offset": offset, "timestamp": stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+                **{part: ({"type": data.type or "JSON", "size": sizes[part]} if data else None)
+                   for part, data in (("key", record.key), ("value", record.value))}}
+
     async def produce(request: Request) -> Response:
+        """One record, or (streaming mode) records as concatenated JSON answered by one delivery report each,
+        in order, each with its own error_code."""
         cluster, topic = request.path_params["cluster_id"], request.path_params["topic"]
         if cluster != IDENTITY.cluster_id:
             return kafka_error(404, 40402, f"Cluster {cluster} not found.")
@@ -130,35 +154,37 @@ def kafka_rest_routes(engine: Engine) -> list[Route]:
         if table is None:
             return kafka_error(404, 40403, "This server does not host this topic-partition.")
         try:
-            record = RecordIn.model_validate(await request.json())
-            if record.partition_id is not None:  # refused, not ignored: the client would read another partition
-                raise ProduceError(400, 400, "partition_id is not supported by the local service: a record goes to "
-                                             "the partition the table's key hashes it to (leave partition_id out)")
-            row, sizes = _row(registry, table, record)
-        except (ValidationError, ValueError) as error:
-            return kafka_error(400, 400, _invalid(error))
-        except ProduceError as error:
-            return kafka_error(error.status, error.code, str(error))
-        except RegistryError as error:
-            return kafka_error(error.status, error.code, error.message)
-        stamp = record.timestamp or datetime.now(UTC)
-        try:
-            values = [stamp if c.metadata_key == "timestamp" and row.get(c.name) is None else
-                      _spark_value(row.get(c.name), spark_type_of(c.type), c.name) for c in table.stored_columns]
-            batch = await run_in_threadpool(engine.on_engine_thread, lambda: _append(engine, table, values, stamp))
-        except ProduceError as error:
-            return kafka_error(error.status, error.code, str(error))
-        except (NotNullViolation, TypeError, ValueError) as error:  # Spark's check of a value against its column
-            return kafka_error(400, 400, str(error))
-        partition, (offset, _end) = next(iter(batch.ranges.items()))
-        return JSONResponse({"error_code": 200, "cluster_id": cluster, "topic_name": topic,
-                             "partition_id": partition, "offset": offset,
-                             "timestamp": stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
-                             **{part: ({"type": data.type or "JSON", "size": sizes[part]} if data else None)
-                                for part, data in (("key", record.key), ("value", record.value))}})
+            documents = _documents((await request.body()).decode())
+        except ValueError:
+            return kafka_error(400, 400, "the request body is not JSON")
+        reports = []
+        for document in documents:
+            try:
+                reports.append(await run_in_threadpool(produce_one, cluster, table, document))
+            except ProduceError as error:
+                if len(documents) == 1:
+                    return kafka_error(error.status, error.code, str(error))
+                reports.append({"error_code": error.status, "message": str(error)})
+        if len(documents) == 1:
+            return JSONResponse(reports[0])
+        return Response("\n".join(json.dumps(r) for r in reports), media_type="application/json")
 
     base = "/kafka/v3/clusters/{cluster_id}/topics"
     return [Route(base, create_topic, methods=["POST"]), Route(base + "/{topic}/records", produce, methods=["POST"])]
+
+
+def _documents(body: str) -> list[Any]:
+    """The JSON documents of a body: one record, or concatenated records (streaming mode)."""
+    decoder, documents, at = json.JSONDecoder(), [], 0
+    while True:
+        at = len(body) - len(body[at:].lstrip())  # past the white space between records
+        if at == len(body):
+            break
+        document, at = decoder.raw_decode(body, at)
+        documents.append(document)
+    if not documents:
+        raise ValueError("no record")
+    return documents
 
 
 def _latest(registry: SchemaRegistry, subject: str) -> SchemaVersion | None:

@@ -66,6 +66,26 @@ def test_produce_json_to_a_topic_without_schema_lands_in_its_val_bytes(api: Api)
     assert rows == [["k1", '{"a": 1}'], [None, '{"a": 2}']]
 
 
+def test_streaming_mode_answers_one_delivery_report_per_record_in_order(api: Api) -> None:
+    """The reference's streaming mode: records sent as concatenated JSON, a delivery report for each, in
+    order, each with its own error_code (HTTP 200 as long as the request was taken)."""
+    api.run("CREATE TABLE rest_stream (id INT NOT NULL, label STRING)")
+    body = "".join(json.dumps({"value": {"type": "JSON", "data": data}}) + "\n"
+                   for data in ({"id": 1, "label": "a"}, {"label": "no id"}, {"id": 2}))
+    response = api.call("POST", f"{TOPICS}/rest_stream/records", data=body,
+                        headers={"Content-Type": "application/json"})
+    assert response.status_code == 200, response.text
+    decoder, reports, at = json.JSONDecoder(), [], 0
+    text = response.text
+    while text[at:].strip():
+        report, at = decoder.raw_decode(text, len(text) - len(text[at:].lstrip()))
+        reports.append(report)
+    assert [r["error_code"] for r in reports] == [200, 400, 200]
+    assert "id" in reports[1]["message"] and [r["offset"] for r in (reports[0], reports[2])] in ([0, 1], [0, 0])
+    _, rows = api.query("SELECT id, label FROM rest_stream")
+    assert sorted(rows, key=str) == [["1", "a"], ["2", None]]
+
+
 def test_produce_json_into_a_table_and_its_errors(api: Api) -> None:
     api.run("CREATE TABLE rest_orders (id INT NOT NULL, name STRING, amount DECIMAL(10, 2), "
             "ts TIMESTAMP_LTZ(3), PRIMARY KEY (id) NOT ENFORCED)")
