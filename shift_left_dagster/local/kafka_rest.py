@@ -118,6 +118,8 @@ def kafka_rest_routes(engine: Engine) -> list[Route]:
                          columns=columns_of(value_schema), partitions=body.partitions_count or 6)
         if not body.validate_only:
             store.create_table(table)
+            if value_schema is None:  # a topic without schemas has no subject (none derived from key/val BYTES)
+                store.set_subject_deleted(f"{body.topic_name}-value", permanent=True)
             configs.alter(table, [ConfigEntry(name=c.name, value=c.value) for c in body.configs
                                   if c.value is not None])
         return JSONResponse(topic_body(str(request.base_url).rstrip("/"), cluster, table), status_code=201)
@@ -133,7 +135,12 @@ def kafka_rest_routes(engine: Engine) -> list[Route]:
             stamp = record.timestamp or datetime.now(UTC)
             values = [stamp if c.metadata_key == "timestamp" and row.get(c.name) is None else
                       _spark_value(row.get(c.name), spark_type_of(c.type), c.name) for c in table.stored_columns]
+            if engine.startup_error:
+                raise ProduceError(503, 503, engine.startup_error)
             batch = engine.on_engine_thread(lambda: _append(engine, table, values, stamp))
+        except TimeoutError:
+            raise ProduceError(503, 503, "the engine did not take the record within 60 s: it is busy or "
+                                         "stopping, retry") from None
         except RegistryError as error:
             raise ProduceError(error.status, error.code, error.message) from None
         except (ValidationError, NotNullViolation, TypeError, ValueError) as error:  # Spark checks values too

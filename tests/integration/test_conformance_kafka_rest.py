@@ -62,6 +62,7 @@ def test_produce_json_to_a_topic_without_schema_lands_in_its_val_bytes(api: Api)
     assert report["cluster_id"] == LOCAL_CLUSTER_ID and report["partition_id"] == 0 and report["offset"] == 0
     assert report["value"] == {"type": "JSON", "size": len(b'{"a": 1}')} and report["timestamp"]
     assert produce(api, "rest_raw_bytes", {"type": "JSON", "data": {"a": 2}})["offset"] == 1
+    kafka_error(api.call("GET", "/subjects/rest_raw_bytes-value/versions"), 404, 40401)  # no schema, no subject
     _, rows = api.query("SELECT CAST(key AS STRING), CAST(val AS STRING) FROM rest_raw_bytes")
     assert rows == [["k1", '{"a": 1}'], [None, '{"a": 2}']]
 
