@@ -50,6 +50,9 @@ DESCRIPTORS = {d.name: d for d in (
                description="Records of a source table the statement has not read yet (its lag)."),
     Descriptor(name="current_input_watermark_milliseconds", type="GAUGE_INT64", unit="ms", labels=(TABLE, TASK),
                description="The watermark of a source table after the statement's last run, in epoch milliseconds."),
+    Descriptor(name="current_output_watermark_milliseconds", type="GAUGE_INT64", unit="ms", labels=(TABLE, TASK),
+               description="The watermark the statement's event-time operators have emitted up to (the lowest of "
+                           "its queries'), in epoch milliseconds."),
     Descriptor(name="num_late_records_in", type="GAUGE_INT64", unit="1", labels=(TABLE, TASK),
                description="Total number of records of a source table dropped as late by event-time operators."),
     Descriptor(name="task/num_records_in", type="GAUGE_INT64", unit="1", labels=(TASK,),

@@ -2,9 +2,9 @@
 
 Per statement and source table: records read (`num_records_in`), records not
 read yet (`pending_records`, the lag), its watermark and late records; per sink
-table: records written (`num_records_out`); per task of the statement's task
-graph (task_graph.py) the records it received and emitted; per stateful
-operator its state's bytes. Values are totals since the statement started (or
+table: records written (`num_records_out`) and the watermark emitted; per task
+of the statement's task graph (task_graph.py) the records it received and
+emitted; per stateful operator its state's bytes. Values are totals since the statement started (or
 the current lag), as `ConfluentClient.statement_metrics` and shift_left read
 them. A sampler records the running statements' values every few seconds,
 keyed by minute (kept 6 hours), so a query answers one point per `granularity`
@@ -124,6 +124,10 @@ def samples(store: Store, data_dir: Path | None = None) -> list[Sample]:
                 sum(len(offsets) for scan in progress.dropped.values() for offsets in scan.values()), table)
             if progress.watermark is not None:
                 add(name, "current_input_watermark_milliseconds", progress.watermark, table)
+        if state.watermarks:  # emitted by event-time operators: about the statement's one sink, when it has one
+            sink_tables = [t.removeprefix("sink:") for t in tasks[name] if t.startswith("sink:")]
+            add(name, "current_output_watermark_milliseconds", min(state.watermarks.values()),
+                sink_tables[0] if len(sink_tables) == 1 else None, "sink")
     for producer, table, rows in written:
         if producer in pools:
             add(producer, "num_records_out", int(rows), table, "sink")

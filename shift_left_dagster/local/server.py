@@ -44,7 +44,8 @@ from shift_left_dagster.local.engine import (
     STOPPING,
     Engine,
 )
-from shift_left_dagster.local.kafka_rest import kafka_rest_routes, topic_body
+from shift_left_dagster.local.kafka_produce import produce_routes
+from shift_left_dagster.local.kafka_topics import topic_body, topic_create_routes
 from shift_left_dagster.local.limits import shorten
 from shift_left_dagster.local.metrics import metrics_routes
 from shift_left_dagster.local.registry_api import registry_routes
@@ -84,7 +85,8 @@ def create_app(engine: Engine, api_key: str, api_secret: str) -> Starlette:
         Route("/kafka/v3/clusters/{cluster_id}/topics", handlers.list_topics, methods=["GET"]),
         Route("/kafka/v3/clusters/{cluster_id}/topics/{topic}", handlers.get_topic, methods=["GET"]),
         Route("/kafka/v3/clusters/{cluster_id}/topics/{topic}", handlers.delete_topic, methods=["DELETE"]),
-        *kafka_rest_routes(engine),
+        *topic_create_routes(engine.store),
+        *produce_routes(engine),
         *topic_config_routes(engine.store),
         *registry_routes(engine.store),
         *catalog_search_routes(engine.store),

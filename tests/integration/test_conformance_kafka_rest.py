@@ -62,8 +62,29 @@ def test_produce_json_to_a_topic_without_schema_lands_in_its_val_bytes(api: Api)
     assert report["cluster_id"] == LOCAL_CLUSTER_ID and report["partition_id"] == 0 and report["offset"] == 0
     assert report["value"] == {"type": "JSON", "size": len(b'{"a": 1}')} and report["timestamp"]
     assert produce(api, "rest_raw_bytes", {"type": "JSON", "data": {"a": 2}})["offset"] == 1
+    kafka_error(api.call("GET", "/subjects/rest_raw_bytes-value/versions"), 404, 40401)  # no schema, no subject
     _, rows = api.query("SELECT CAST(key AS STRING), CAST(val AS STRING) FROM rest_raw_bytes")
     assert rows == [["k1", '{"a": 1}'], [None, '{"a": 2}']]
+
+
+def test_streaming_mode_answers_one_delivery_report_per_record_in_order(api: Api) -> None:
+    """The reference's streaming mode: records sent as concatenated JSON, a delivery report for each, in
+    order, each with its own error_code (HTTP 200 as long as the request was taken)."""
+    api.run("CREATE TABLE rest_stream (id INT NOT NULL, label STRING)")
+    body = "".join(json.dumps({"value": {"type": "JSON", "data": data}}) + "\n"
+                   for data in ({"id": 1, "label": "a"}, {"label": "no id"}, {"id": 2}))
+    response = api.call("POST", f"{TOPICS}/rest_stream/records", data=body,
+                        headers={"Content-Type": "application/json"})
+    assert response.status_code == 200, response.text
+    decoder, reports, at = json.JSONDecoder(), [], 0
+    text = response.text
+    while text[at:].strip():
+        report, at = decoder.raw_decode(text, len(text) - len(text[at:].lstrip()))
+        reports.append(report)
+    assert [r["error_code"] for r in reports] == [200, 400, 200]
+    assert "id" in reports[1]["message"] and [r["offset"] for r in (reports[0], reports[2])] in ([0, 1], [0, 0])
+    _, rows = api.query("SELECT id, label FROM rest_stream")
+    assert sorted(rows, key=str) == [["1", "a"], ["2", None]]
 
 
 def test_produce_json_into_a_table_and_its_errors(api: Api) -> None:

@@ -101,6 +101,22 @@ def test_task_metrics_grouped_by_task_id_name_the_task_graph(api: Api, running: 
         time.sleep(0.5)
 
 
+def test_watermarks_of_an_event_time_statement(api: Api, local_service) -> None:  # type: ignore[no-untyped-def]
+    api.run("CREATE TABLE wm_src (id INT, ts TIMESTAMP_LTZ(3), WATERMARK FOR ts AS ts - INTERVAL '1' SECOND) "
+            "DISTRIBUTED INTO 1 BUCKETS")
+    api.run("CREATE TABLE wm_out (window_end TIMESTAMP(3), n BIGINT)")
+    api.run("INSERT INTO wm_src VALUES (1, TO_TIMESTAMP_LTZ(1700000001000, 3)), "
+            "(2, TO_TIMESTAMP_LTZ(1700000005000, 3))")
+    name = api.create("INSERT INTO wm_out SELECT window_end, COUNT(*) FROM TABLE(TUMBLE(TABLE wm_src, DESCRIPTOR(ts), "
+                      "INTERVAL '1' SECOND)) GROUP BY window_start, window_end")
+    api.wait(name, {"RUNNING"})
+    quiesce(local_service.url)
+    watermark_in = query(api, "current_input_watermark_milliseconds", name, group_by=["metric.table_name"])["data"]
+    assert (watermark_in[-1]["metric.table_name"], watermark_in[-1]["value"]) == ("wm_src", 1700000004000.0)
+    watermark_out = query(api, "current_output_watermark_milliseconds", name)["data"]
+    assert watermark_out[-1]["value"] == 1700000004000.0  # one input: the operators emit its watermark
+
+
 def test_one_point_per_granularity_bucket(api: Api, local_service) -> None:  # type: ignore[no-untyped-def]
     base = (datetime.now(UTC) - timedelta(hours=2)).replace(minute=0, second=0, microsecond=0)  # kept history
 

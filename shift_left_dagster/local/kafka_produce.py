@@ -1,4 +1,5 @@
-"""Kafka REST v3 writes: create a topic (a table) and produce records into its log.
+"""Kafka REST v3 produce (`POST /kafka/v3/clusters/{cluster}/topics/{topic}/records`): records into a
+table's log.
 
 A produced record is written by the engine thread (`Engine.on_engine_thread`),
 as a batch of the table's log like any statement's write, so the running
@@ -15,8 +16,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
-import uuid
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -29,32 +28,16 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from shift_left_dagster.local.api import kafka_error
-from shift_left_dagster.local.catalog import INSERT, OP, ROWTIME, TableDef, TableId
+from shift_left_dagster.local.catalog import INSERT, OP, ROWTIME, TableDef
 from shift_left_dagster.local.engine import Engine
-from shift_left_dagster.local.record_schemas import SchemaMismatch, check, columns_of
-from shift_left_dagster.local.schema_registry import RegistryError, SchemaRegistry, SchemaVersion
+from shift_left_dagster.local.kafka_topics import body_problem, topic_table
+from shift_left_dagster.local.record_schemas import SchemaMismatch, check
+from shift_left_dagster.local.schema_registry import RegistryError, SchemaRegistry
 from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.storage import NotNullViolation
 from shift_left_dagster.local.store import Batch
-from shift_left_dagster.local.topic_configs import ConfigEntry, TopicConfigs
 from shift_left_dagster.local.types import spark_type_of
 from shift_left_dagster.local.wire_format import decode, is_wire_format
-
-TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")  # Kafka's legal topic names
-MAX_PARTITIONS = 4096
-
-
-class ConfigIn(BaseModel):
-    name: str
-    value: str | None = None
-
-
-class TopicIn(BaseModel):
-    topic_name: str
-    partitions_count: int | None = Field(default=None, ge=1, le=MAX_PARTITIONS)
-    replication_factor: int | None = None
-    configs: list[ConfigIn] = Field(default_factory=list)
-    validate_only: bool = False
 
 
 class DataIn(BaseModel):
@@ -82,90 +65,76 @@ class ProduceError(ValueError):
         self.status, self.code = status, code
 
 
-def topic_body(base: str, cluster: str, table: TableDef) -> dict[str, Any]:
-    """A KafkaTopic resource as Kafka REST v3 answers it."""
-    url = f"{base}/kafka/v3/clusters/{cluster}/topics/{table.name}"
-    return {"kind": "KafkaTopic", "metadata": {"self": url, "resource_name": f"crn:///kafka={cluster}/topic="
-                                                                             f"{table.name}"},
-            "cluster_id": cluster, "topic_name": table.name, "is_internal": False,
-            "replication_factor": 3, "partitions_count": table.partitions,
-            "partitions": {"related": f"{url}/partitions"}, "configs": {"related": f"{url}/configs"},
-            "partition_reassignments": {"related": f"{url}/partitions/-/reassignment"}}
+def produce_routes(engine: Engine) -> list[Route]:
+    registry = SchemaRegistry(engine.store)
 
-
-def kafka_rest_routes(engine: Engine) -> list[Route]:
-    store, registry, configs = engine.store, SchemaRegistry(engine.store), TopicConfigs(engine.store)
-
-    def table_of(cluster: str, topic: str) -> TableDef | None:
-        return store.table(TableId(catalog=IDENTITY.environment_id, database=cluster, name=topic))
-
-    async def create_topic(request: Request) -> Response:
-        cluster = request.path_params["cluster_id"]
-        if cluster != IDENTITY.cluster_id:
-            return kafka_error(404, 40402, f"Cluster {cluster} not found.")
+    def produce_one(cluster: str, table: TableDef, document: Any) -> dict[str, Any]:
+        """Write one record (on the engine thread) and give its delivery report; ProduceError when refused."""
         try:
-            body = TopicIn.model_validate(await request.json())
-        except (ValidationError, ValueError) as error:
-            return kafka_error(400, 400, _invalid(error))
-        if not TOPIC_NAME.match(body.topic_name):
-            return kafka_error(400, 40002, f"Topic name '{body.topic_name[:300]}' is illegal: it must be 1 to 249 "
-                                           f"characters of ASCII letters, digits, '.', '_' and '-'")
-        if table_of(cluster, body.topic_name) is not None:
-            return kafka_error(400, 40002, f"Topic '{body.topic_name}' already exists.")
-        value_schema = _latest(registry, f"{body.topic_name}-value")
-        table = TableDef(uid=uuid.uuid4().hex, id=TableId(catalog=IDENTITY.environment_id, database=cluster,
-                                                          name=body.topic_name),
-                         columns=columns_of(value_schema), partitions=body.partitions_count or 6)
-        if not body.validate_only:
-            store.create_table(table)
-            configs.alter(table, [ConfigEntry(name=c.name, value=c.value) for c in body.configs
-                                  if c.value is not None])
-        return JSONResponse(topic_body(str(request.base_url).rstrip("/"), cluster, table), status_code=201)
-
-    async def produce(request: Request) -> Response:
-        cluster, topic = request.path_params["cluster_id"], request.path_params["topic"]
-        if cluster != IDENTITY.cluster_id:
-            return kafka_error(404, 40402, f"Cluster {cluster} not found.")
-        table = table_of(cluster, topic)
-        if table is None:
-            return kafka_error(404, 40403, "This server does not host this topic-partition.")
-        try:
-            record = RecordIn.model_validate(await request.json())
+            record = RecordIn.model_validate(document)
             if record.partition_id is not None:  # refused, not ignored: the client would read another partition
                 raise ProduceError(400, 400, "partition_id is not supported by the local service: a record goes to "
                                              "the partition the table's key hashes it to (leave partition_id out)")
             row, sizes = _row(registry, table, record)
-        except (ValidationError, ValueError) as error:
-            return kafka_error(400, 400, _invalid(error))
-        except ProduceError as error:
-            return kafka_error(error.status, error.code, str(error))
-        except RegistryError as error:
-            return kafka_error(error.status, error.code, error.message)
-        stamp = record.timestamp or datetime.now(UTC)
-        try:
+            stamp = record.timestamp or datetime.now(UTC)
             values = [stamp if c.metadata_key == "timestamp" and row.get(c.name) is None else
                       _spark_value(row.get(c.name), spark_type_of(c.type), c.name) for c in table.stored_columns]
-            batch = await run_in_threadpool(engine.on_engine_thread, lambda: _append(engine, table, values, stamp))
-        except ProduceError as error:
-            return kafka_error(error.status, error.code, str(error))
-        except (NotNullViolation, TypeError, ValueError) as error:  # Spark's check of a value against its column
-            return kafka_error(400, 400, str(error))
+            if engine.startup_error:
+                raise ProduceError(503, 503, engine.startup_error)
+            batch = engine.on_engine_thread(lambda: _append(engine, table, values, stamp))
+        except TimeoutError:
+            raise ProduceError(503, 503, "the engine did not take the record within 60 s: it is busy or "
+                                         "stopping, retry") from None
+        except RegistryError as error:
+            raise ProduceError(error.status, error.code, error.message) from None
+        except (ValidationError, NotNullViolation, TypeError, ValueError) as error:  # Spark checks values too
+            raise ProduceError(400, 400, body_problem(error)) from None
         partition, (offset, _end) = next(iter(batch.ranges.items()))
-        return JSONResponse({"error_code": 200, "cluster_id": cluster, "topic_name": topic,
-                             "partition_id": partition, "offset": offset,
-                             "timestamp": stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
-                             **{part: ({"type": data.type or "JSON", "size": sizes[part]} if data else None)
-                                for part, data in (("key", record.key), ("value", record.value))}})
+        return {"error_code": 200, "cluster_id": cluster, "topic_name": table.name, "partition_id": partition,
+                "offset": offset, "timestamp": stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z",
+                **{part: ({"type": data.type or "JSON", "size": sizes[part]} if data else None)
+                   for part, data in (("key", record.key), ("value", record.value))}}
 
-    base = "/kafka/v3/clusters/{cluster_id}/topics"
-    return [Route(base, create_topic, methods=["POST"]), Route(base + "/{topic}/records", produce, methods=["POST"])]
+    async def produce(request: Request) -> Response:
+        """One record, or (streaming mode) records as concatenated JSON answered by one delivery report each,
+        in order, each with its own error_code."""
+        cluster, topic = request.path_params["cluster_id"], request.path_params["topic"]
+        if cluster != IDENTITY.cluster_id:
+            return kafka_error(404, 40402, f"Cluster {cluster} not found.")
+        table = topic_table(engine.store, cluster, topic)
+        if table is None:
+            return kafka_error(404, 40403, "This server does not host this topic-partition.")
+        try:
+            documents = _documents((await request.body()).decode())
+        except ValueError:
+            return kafka_error(400, 400, "the request body is not JSON")
+        reports = []
+        for document in documents:
+            try:
+                reports.append(await run_in_threadpool(produce_one, cluster, table, document))
+            except ProduceError as error:
+                if len(documents) == 1:
+                    return kafka_error(error.status, error.code, str(error))
+                reports.append({"error_code": error.status, "message": str(error)})
+        if len(documents) == 1:
+            return JSONResponse(reports[0])
+        return Response("\n".join(json.dumps(r) for r in reports), media_type="application/json")
+
+    return [Route("/kafka/v3/clusters/{cluster_id}/topics/{topic}/records", produce, methods=["POST"])]
 
 
-def _latest(registry: SchemaRegistry, subject: str) -> SchemaVersion | None:
-    try:
-        return registry.version(subject, "latest")
-    except RegistryError:
-        return None
+def _documents(body: str) -> list[Any]:
+    """The JSON documents of a body: one record, or concatenated records (streaming mode)."""
+    decoder, documents, at = json.JSONDecoder(), [], 0
+    while True:
+        at = len(body) - len(body[at:].lstrip())  # past the white space between records
+        if at == len(body):
+            break
+        document, at = decoder.raw_decode(body, at)
+        documents.append(document)
+    if not documents:
+        raise ValueError("no record")
+    return documents
 
 
 def _row(registry: SchemaRegistry, table: TableDef, record: RecordIn) -> tuple[dict[str, Any], dict[str, int]]:
@@ -273,10 +242,3 @@ def _spark_value(value: Any, kind: T.DataType, name: str) -> Any:
 
 def _refuse(name: str, value: Any) -> Any:
     raise ProduceError(400, 400, f"field '{name}': {json.dumps(value)[:100]} does not fit its column type")
-
-
-def _invalid(error: Exception) -> str:
-    if isinstance(error, ValidationError):
-        first = error.errors()[0]
-        return f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
-    return "the request body is not JSON" if isinstance(error, json.JSONDecodeError) else str(error)
