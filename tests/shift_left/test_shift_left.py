@@ -17,11 +17,13 @@ from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from shift_left_dagster.local.process import InProcessService
 from shift_left_dagster.local.tls_proxy import TlsProxy, hosts_for
 from tests.integration import expected_p1
 from tests.integration.support import client_for, quiesce, run, seed_rows, seed_statements, select, unique, wired
@@ -45,16 +47,29 @@ LATE_PAYMENTS = [
 
 
 @pytest.fixture(scope="module")
-def shift_left(local_service, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShiftLeft]:  # type: ignore[no-untyped-def]
+def command() -> Path:
+    """The venv's shift_left, checked before any service starts."""
     if not VENV.ready():
         message = f"the shift_left venv is absent ({VENV.venv_dir()}): python -m tests.shift_left.venv --install"
         if os.environ.get(REQUIRE_ENV) == "1":
             pytest.fail(message)
         pytest.skip(message)
+    return shift_left_command()
+
+
+@pytest.fixture(scope="module")
+def local_service(command: Path, spark, tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessService]:  # type: ignore[no-untyped-def]
+    """A service of its own: the pool-wide PAUSE and the product undeploy touch only what shift_left deployed."""
+    with InProcessService(tmp_path_factory.mktemp("shift-left-service"), spark_factory=lambda: spark) as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def shift_left(command: Path, local_service, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ShiftLeft]:  # type: ignore[no-untyped-def]
     home = tmp_path_factory.mktemp("shift-left")
     config = yaml.safe_load(write_config(home, local_service.url).read_text())
     with TlsProxy(local_service.url, hosts_for(config), home / "tls") as proxy:
-        tool = ShiftLeft.beside(shift_left_command(), home, proxy)
+        tool = ShiftLeft.beside(command, home, proxy)
         try:
             yield tool
         finally:
