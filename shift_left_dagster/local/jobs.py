@@ -70,7 +70,7 @@ from shift_left_dagster.local.group_aggregation import (
     results,
 )
 from shift_left_dagster.local.late_rows import drop_late_rows, dropped_rows
-from shift_left_dagster.local.offsets import ScanOptions, bound_offsets, scan_options, start_offsets
+from shift_left_dagster.local.offsets import ScanError, ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
 from shift_left_dagster.local.spark import keeps_row_order
 from shift_left_dagster.local.storage import DRIVER_ROWS, TableLogs
@@ -293,7 +293,10 @@ class Jobs:
             if scan.event_time and (is_snapshot(properties) or  # bounded: every row is emitted at its end
                                     scan.event_time.lower() != watermark_spec(table).column.lower()):
                 scan.event_time, scan.late = None, None  # not the time attribute: no event-time operator in Flink
-            options = scan_options(table.options, scan.options, properties)
+            try:  # Flink checks source options when a statement reads the table, not at CREATE
+                options = scan_options(table.options, scan.options, properties)
+            except ScanError as error:
+                raise ScanError(f"Unable to create a source for reading table '{table.name}'. {error}") from None
             if job.options.setdefault(table.uid, options) != options:
                 raise JobError(f"Table '{table.name}' is read twice with different scan options; the local "
                                f"service tracks one read position per table and statement.")

@@ -221,12 +221,11 @@ def test_a_statement_spark_can_not_run_fails_at_creation(client, sql: str, words
 
 
 @pytest.mark.parametrize(("options", "words"), [
-    ("'scan.startup.mode' = 'earliest'", "Invalid value for option 'scan.startup.mode'"),
     ("'no.such.option' = 'x'", "Unsupported options found for 'confluent'"),
     ("'changelog.mode' = 'upserts'", "Invalid value for option 'changelog.mode'"),
-    ("'scan.startup.mode' = 'timestamp'", "scan.startup.timestamp-millis"),
 ])
 def test_invalid_table_options_are_rejected_at_create(client, options: str, words: str):  # type: ignore[no-untyped-def]
+    """Source options ('scan.*') are checked when read: test_source_options.py."""
     detail = failed_at_creation(client, f"CREATE TABLE tc_bad_{unique('o').replace('-', '_')} (a INT) WITH ({options})")
     assert words in detail, detail
 
