@@ -74,10 +74,6 @@ class Step(BaseModel):
         """What the step acts on, as printed."""
         return self.table or ""
 
-    @property
-    def touches_table(self) -> bool:
-        return False
-
 
 class CreatePoolStep(Step):
     action: Literal[Action.CREATE_POOL] = Action.CREATE_POOL
@@ -115,19 +111,11 @@ class TableStep(Step):
     def target(self) -> str:
         return self.physical_table
 
-    @property
-    def touches_table(self) -> bool:
-        return True
-
 
 class SkipStep(TableStep):
     """Nothing to do: reported (its statements observed) so the run can say what it left alone."""
 
     action: Literal[Action.SKIP] = Action.SKIP
-
-    @property
-    def touches_table(self) -> bool:
-        return False
 
 
 class ResumeStep(TableStep):
@@ -184,10 +172,6 @@ class RetireStep(Step):
     @property
     def target(self) -> str:
         return self.physical_table or self.table
-
-    @property
-    def touches_table(self) -> bool:
-        return True
 
 
 PlanStep = Annotated[
