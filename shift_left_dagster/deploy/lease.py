@@ -101,9 +101,7 @@ class DeploymentLease:
                     self.held = True
                     return
                 if current.alive is False or (current.alive is None and current.age_seconds > self.stale_seconds):
-                    why = "dead" if current.alive is False else "stale"
-                    log.warning("taking over the deployment lease %s from %s (%s)", self.name, current.holder, why)
-                    self.client.delete_statement(self.name)
+                    self._take_over(current, "dead" if current.alive is False else "stale")
                     continue
                 if time.monotonic() > deadline:
                     raise LeaseBusy(f"another deployment is running: {current.describe()}; waited "
@@ -113,6 +111,15 @@ class DeploymentLease:
                     log.warning("waiting for the deployment lease: %s", current.describe())
                     next_report = time.monotonic() + self.report_seconds
                 time.sleep(self.poll_seconds)
+
+    def _take_over(self, current: LeaseHolder, why: str) -> None:
+        """Delete the lease `current` describes, unless another waiter took it over meanwhile (read again
+        just before: two waiters of one dead holder must not delete each other's new lease)."""
+        again = self.current()
+        if again is None or (again.holder, again.since) != (current.holder, current.since):
+            return
+        self.client.delete_statement(self.name)
+        log.warning("taking over the deployment lease %s from %s (%s)", self.name, current.holder, why)
 
     def release(self) -> None:
         if not self.held:

@@ -143,7 +143,7 @@ def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inven
     files = _discover(pipelines)
     cache = AnalysisCache(root) if use_cache else None
     analyses, failures = _analyse_all(root, files, cache)
-    deleted = deleted_in_git(root) if any(f.ddl is None or f.dml is None for f in files) else set()
+    deleted = deleted_in_git(pipelines) if any(f.ddl is None or f.dml is None for f in files) else set()
     tables, broken = _assemble(files, analyses, failures, deleted)
     broken = exclude_broken({n: _source_of(t) for n, t in tables.items()}, broken)
     healthy = {n: t for n, t in sorted(tables.items()) if n not in {b.table for b in broken}}

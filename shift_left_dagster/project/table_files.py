@@ -41,10 +41,12 @@ def missing_file(folder: str, table_type: str, ddl: str | None, dml: str | None,
     return None
 
 
-def deleted_in_git(root: Path) -> set[str]:
-    """ddl/dml files (relative to `root`) that git tracks and the working tree lacks; none outside git."""
+def deleted_in_git(pipelines: Path) -> set[str]:
+    """ddl/dml files (relative to the pipelines folder's parent) that git tracks and the working tree
+    lacks; none outside git."""
     try:
-        listed = subprocess.run(["git", "-C", str(root), "ls-files", "--deleted", "-z", "--", "pipelines"],
+        listed = subprocess.run(["git", "-C", str(pipelines.parent), "ls-files", "--deleted", "-z", "--",
+                                 pipelines.name],
                                 capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return set()

@@ -147,3 +147,11 @@ def test_the_git_sensor_waits_on_a_commit_deleting_a_dml_and_never_undeploys(pro
     result = sensor(build_sensor_context(instance=instance, cursor=baseline.cursor))
     assert not result.run_requests and result.cursor == baseline.cursor
     assert f"int_table_2: {INT2_DML}:1: deleted while its table folder" in str(result.skip_reason)
+
+
+def test_a_deleted_file_is_found_whatever_the_pipelines_folder_is_called(project: Path) -> None:
+    git(project, "mv", "pipelines", "flows")
+    git(project, "commit", "-qm", "rename the pipelines folder")
+    (project / "flows" / SRC3_DML.removeprefix("pipelines/")).unlink()
+    broken = {b.table: b.reason for b in build_inventory(project / "flows", strict=False, use_cache=False).broken}
+    assert broken["src_table_3"].startswith(f"flows/{SRC3_DML.removeprefix('pipelines/')}:1: deleted")
