@@ -61,8 +61,9 @@ def health_sensor(project: FlinkProject, translator: FlinkTranslator, *, name: s
     keys = {table.name: translator.get_asset_key(table) for table in graph.tables.values()}
 
     @sensor(name=name, minimum_interval_seconds=minimum_interval_seconds, default_status=default_status,
-            description="Records the phase of every deployed statement of the project; FAILED turns its "
-                        "statement_healthy check red.")
+            description="Records the phase and record counts of every deployed statement of the project; FAILED "
+                        "turns its statement_healthy check red (with its exception), falling behind its "
+                        "statement_lag or statement_stalled check.")
     def flink_health(context: SensorEvaluationContext, confluent: ConfluentFlinkResource):
         try:
             report = running_statements(confluent.get_client(), graph)
@@ -117,8 +118,8 @@ def _observation(row: RunningStatement) -> Observation | None:
 
 
 def _evaluation(key: AssetKey, check: SensorCheck, verdict: Verdict) -> AssetCheckEvaluation:
-    """A lag/stall verdict as the check's evaluation: the current values are numbers (Dagster plots them
-    over evaluations), the recent series JSON."""
+    """A lag/stall verdict as the check's evaluation (red when it fails; the checks never block): the
+    current values are numbers (Dagster plots them over evaluations), the recent series JSON."""
     passed, message, metadata = verdict
     return AssetCheckEvaluation(asset_key=key, check_name=check.value, passed=passed, description=message,
-                                metadata=metadata, severity=AssetCheckSeverity.WARN)
+                                metadata=metadata, severity=AssetCheckSeverity.ERROR)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from dagster import AssetKey, DagsterInstance, build_sensor_context
+from dagster import AssetCheckSeverity, AssetKey, DagsterInstance, build_sensor_context
 
 from shift_left_dagster import ConfluentFlinkResource, FlinkProject, FlinkTranslator
 from shift_left_dagster.defs.health import health_sensor
@@ -74,6 +74,7 @@ def test_a_statement_that_falls_behind_turns_lag_and_stalled_red_then_green(serv
     behind = tick(key)
     lag, stalled = behind["statement_lag"], behind["statement_stalled"]
     assert not lag.passed and lag.metadata["pending_records"].value == 4, lag  # type: ignore[attr-defined]
+    assert lag.severity == AssetCheckSeverity.ERROR  # type: ignore[attr-defined]  # red in the UI
     assert "4 records pending" in lag.description  # type: ignore[attr-defined]
     assert not stalled.passed and "no record out" in stalled.description, stalled  # type: ignore[attr-defined]
     assert stalled.metadata["records_arrived"].value == 4  # type: ignore[attr-defined]
