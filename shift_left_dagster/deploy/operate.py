@@ -8,12 +8,13 @@ from offsets and a rebuild), as is a table that is not stopped.
 
 from __future__ import annotations
 
-from shift_left_dagster.deploy.live import LiveState
+from shift_left_dagster.confluent.models import Phase
+from shift_left_dagster.deploy.live import LIVE_PHASES, LiveState
 from shift_left_dagster.deploy.plan import DeploymentPlan, PlanError, Planner, PlanOptions, TableState, finish
 from shift_left_dagster.deploy.steps import Action, PlanKind, PlanStep, SkipStep, StopStep
 from shift_left_dagster.project.graph import ProjectGraph
 
-STOPPABLE = frozenset({"RUNNING", "PENDING", "DEGRADED", "FAILING"})
+STOPPABLE = LIVE_PHASES | {Phase.FAILING}
 
 
 def stop_plan(graph: ProjectGraph, tables: list[str], live: LiveState, options: PlanOptions) -> DeploymentPlan:
