@@ -233,15 +233,52 @@ def statements(
     pipelines: PipelinesOption = None,
     config: ConfigOption = None,
     product: Annotated[Optional[str], typer.Option("--product", help="only this product's tables")] = None,
+    failing: Annotated[bool, typer.Option(
+        "--failing", help="only FAILED and FAILING statements, each with its root error (latest exception)")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """What runs: every statement of the project's tables with its phase, version, pool, code state and
-    records in/out/pending (the Metrics API)."""
-    from shift_left_dagster.deploy.running import render_running, running_statements
+    records in/out/pending (the Metrics API); a failing one's latest exception."""
+    from shift_left_dagster.deploy.running import render_failing, render_running, running_statements
+
+    deployer = _deployer(pipelines, config, exclusive=False)
+    report = running_statements(deployer.client, deployer.graph, product=product)
+    if failing:
+        report = report.model_copy(update={"statements": [s for s in report.statements if s.failing]})
+    typer.echo(report.model_dump_json(indent=1) if as_json else (render_failing if failing else render_running)(report))
+
+
+@app.command()
+def stop(
+    tables: TablesArgument = None,
+    product: ProductOption = None,
+    pipelines: PipelinesOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Stop TABLES' running (or failing) statements, keeping their offsets: the runbook's "limit the damage".
+    `resume` continues from those offsets."""
+    deployer = _deployer(pipelines, config)
+    _run(deployer.stop(_targets(deployer.graph, tables, product, None, None)))
+
+
+@app.command()
+def resume(
+    tables: TablesArgument = None,
+    product: ProductOption = None,
+    pipelines: PipelinesOption = None,
+    config: ConfigOption = None,
+) -> None:
+    """Resume stopped TABLES from the offsets they kept; refused for a table whose code changed since (deploy
+    it: the plan's rules decide how)."""
+    from shift_left_dagster.deploy.plan import PlanError
 
     deployer = _deployer(pipelines, config)
-    report = running_statements(deployer.client, deployer.graph, product=product)
-    typer.echo(report.model_dump_json(indent=1) if as_json else render_running(report))
+    try:
+        deployment = deployer.resume(_targets(deployer.graph, tables, product, None, None))
+    except PlanError as error:
+        _fail(error)
+        raise
+    _run(deployment)
 
 
 @app.command()

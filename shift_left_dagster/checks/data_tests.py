@@ -25,8 +25,7 @@ from pydantic import BaseModel
 from pyspark.sql import DataFrame
 from sqlglot import exp
 
-from shift_left_dagster.checks.models import CheckName, Severity
-from shift_left_dagster.checks.rules import Verdict
+from shift_left_dagster.checks.models import CheckName, Severity, Verdict
 from shift_left_dagster.project.inventory import FlinkTable
 from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement
 from shift_left_dagster.translation.spark import translate_query

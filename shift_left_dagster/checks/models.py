@@ -18,6 +18,15 @@ class CheckName(StrEnum):
     STATEMENT_HEALTHY = "statement_healthy"
 
 
+class SensorCheck(StrEnum):
+    """Checks only the health sensor evaluates, from its observations over time (checks/lag.py)."""
+
+    STATEMENT_LAG = "statement_lag"
+    STATEMENT_STALLED = "statement_stalled"
+
+
+Verdict = tuple[bool, str, dict[str, Any]]  # a rule's (passed, message, metadata)
+
 DATA_CHECKS = frozenset({CheckName.UNIQUE_PRIMARY_KEY, CheckName.RECONCILED})  # they read rows
 
 DESCRIPTIONS = {
@@ -30,7 +39,12 @@ DESCRIPTIONS = {
     CheckName.SCHEMA_MATCHES_DDL: "The sink's columns and types are those its DDL declares (compares columns, "
                                   "not rows).",
     CheckName.STATEMENT_HEALTHY: "The table's DML statement is RUNNING or COMPLETED; reports how far behind its "
-                                 "sources it is.",
+                                 "sources it is (a FAILED or FAILING one: its latest exception).",
+    SensorCheck.STATEMENT_LAG: "Evaluated by the health sensor at each tick: red when more records wait than "
+                               "health.max_pending_records, or when the pending count grew at each of the last "
+                               "health.growing_observations ticks.",
+    SensorCheck.STATEMENT_STALLED: "Evaluated by the health sensor at each tick: red when no record came out for "
+                                   "health.stalled_minutes while records reached its sources.",
 }
 
 

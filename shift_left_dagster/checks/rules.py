@@ -17,13 +17,12 @@ from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from shift_left_dagster.checks.models import Severity
+from shift_left_dagster.checks.models import Severity, Verdict
 from shift_left_dagster.confluent.models import Phase, Statement
 from shift_left_dagster.local.types import UnsupportedType, spark_type_of
 from shift_left_dagster.project.analysis import Column as DdlColumn
 from shift_left_dagster.values import FlinkType, common_type, comparable, comparable_type, same_value
 
-Verdict = tuple[bool, str, dict[str, Any]]
 HEALTHY_PHASES = (Phase.RUNNING, Phase.COMPLETED)
 
 

@@ -33,7 +33,7 @@ from shift_left_dagster.checks import (
     run_checks,
 )
 from shift_left_dagster.checks.data_tests import DataTest
-from shift_left_dagster.checks.models import DESCRIPTIONS
+from shift_left_dagster.checks.models import DESCRIPTIONS, SensorCheck
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.local.spark import get_spark
 from shift_left_dagster.project.inventory import FlinkTable
@@ -104,10 +104,15 @@ class FlinkChecksResource(ConfigurableResource):
 def check_specs(table_key: AssetKey, table: FlinkTable, settings: ChecksSettings = _DEFAULTS,
                 data_tests: Sequence[DataTest] = ()) -> list[AssetCheckSpec]:
     """The enabled checks that apply to a table (a key to be unique, a DML to reconcile, a DDL to match),
-    then the data tests declared next to it (blocking when their severity is error)."""
+    the health sensor's lag and stall checks with statement_healthy (never blocking: a run does not
+    evaluate them, the sensor does at each tick), then the data tests declared next to it (blocking when
+    their severity is error)."""
     built_in = [AssetCheckSpec(name=check.value, asset=table_key, blocking=check in settings.blocking,
                                description=DESCRIPTIONS[check])
                 for check in applicable(table) if check in settings.enabled]
+    if CheckName.STATEMENT_HEALTHY in settings.enabled and table.dml is not None:
+        built_in += [AssetCheckSpec(name=check.value, asset=table_key, blocking=False,
+                                    description=DESCRIPTIONS[check]) for check in SensorCheck]
     declared = [AssetCheckSpec(name=test.name, asset=table_key, blocking=test.blocking,
                                description=f"Data test {test.path}: the rows it returns break the rule "
                                            f"(none: passes; severity {test.severity.value}).")

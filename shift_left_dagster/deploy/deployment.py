@@ -26,6 +26,7 @@ from shift_left_dagster.deploy.identity import project_identity
 from shift_left_dagster.deploy.lease import DeploymentLease, Liveness, this_process
 from shift_left_dagster.deploy.live import PROJECT_LABEL, LiveState, live_state
 from shift_left_dagster.deploy.naming import lease_name
+from shift_left_dagster.deploy.operate import resume_plan, stop_plan
 from shift_left_dagster.deploy.plan import DeploymentPlan, PlanOptions, PlanStep, build_plan, render_plan
 from shift_left_dagster.deploy.reprocess import reprocess_plan
 from shift_left_dagster.deploy.seeds import seed_files
@@ -203,6 +204,14 @@ class Deployer:
         chosen = list(tables) + [t for t, info in self.graph.tables.items() if product and info.product == product]
         return self._planned(lambda live: undeploy_plan(self.graph, sorted(set(chosen)), live, self.options(live),
                                                         strict=strict))
+
+    def stop(self, tables: list[str]) -> Deployment:
+        """Stop the tables' running statements, keeping their offsets."""
+        return self._planned(lambda live: stop_plan(self.graph, tables, live, self.options(live)))
+
+    def resume(self, tables: list[str]) -> Deployment:
+        """Resume stopped tables from their offsets; refused for a table whose code changed (deploy it)."""
+        return self._planned(lambda live: resume_plan(self.graph, tables, live, self.options(live)))
 
     def housekeep(self) -> Deployment:
         """Remove terminal statements no plan needs and old versions' tables nothing reads."""

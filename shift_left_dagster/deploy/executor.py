@@ -47,6 +47,7 @@ from shift_left_dagster.deploy.steps import (
     SeedStep,
     SkipStep,
     Step,
+    StopStep,
     TableStep,
 )
 from shift_left_dagster.deploy.stretches import Stretch, split, with_stretches
@@ -228,6 +229,8 @@ class PlanExecutor:
                 case ResumeStep():
                     result.compute_pool = self.pool_id(step.pool)
                     self.resume(step, result)
+                case StopStep():
+                    self.halt(step, result)
                 case ReplaceStep():
                     result.compute_pool = self.pool_id(step.pool)
                     self.replace(step, result)
@@ -269,6 +272,12 @@ class PlanExecutor:
         result.acting_on = name
         statement = self.client.resume_statement(name, timeout=self.timeout)
         result.statements[statement.name] = self.settle(statement.name).phase
+
+    def halt(self, step: StopStep, result: StepResult) -> None:
+        """Stop the table's DML, keeping its offsets (the statement's latest_offsets) for a resume."""
+        name = step.dml_statement or step.ddl_statement
+        result.acting_on = name
+        result.statements[name] = self.client.stop_statement(name, timeout=self.timeout).phase
 
     def replace(self, step: ReplaceStep, result: StepResult) -> None:
         """REPLACE_DML / REPLACE_IN_PLACE: the table is kept; the statement is swapped, from its offsets.

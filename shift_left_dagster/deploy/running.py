@@ -4,7 +4,9 @@ One report for the `statements` command and the health sensor's observations
 (shift_left's `report-running-statements` and `healthcheck`). Record counts
 come from the Metrics API (`io.confluent.flink/num_records_in`,
 `num_records_out`, `pending_records`), which the local service serves too; when
-it can not be read the counts are None and `metrics_error` says why.
+it can not be read the counts are None and `metrics_error` says why. A FAILED or
+FAILING statement's `error` is its latest exception (the statement exceptions
+API): the root error a user acts on.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from pydantic import BaseModel, Field
 
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.confluent.errors import ConfluentError
-from shift_left_dagster.confluent.models import StatementMetrics
+from shift_left_dagster.confluent.models import Phase, StatementMetrics
 from shift_left_dagster.deploy.live import LiveState, StatementKind, live_state
 from shift_left_dagster.project.graph import ProjectGraph
+
+FAILING_PHASES = frozenset({Phase.FAILED, Phase.FAILING})
 
 
 class RunningStatement(BaseModel):
@@ -31,6 +35,11 @@ class RunningStatement(BaseModel):
     records_in: int | None = None
     records_out: int | None = None
     pending_records: int | None = None
+    error: str | None = Field(default=None, description="FAILED or FAILING: its latest exception")
+
+    @property
+    def failing(self) -> bool:
+        return self.phase in FAILING_PHASES
 
 
 class RunningReport(BaseModel):
@@ -65,8 +74,18 @@ def running_statements(client: ConfluentClient, graph: ProjectGraph, *, product:
             kind=statement.kind or "", phase=statement.phase, version=statement.version,
             serving=serving.get(statement.table, statement.version) == statement.version,  # none serves: itself
             compute_pool=statement.compute_pool_id,
-            code=code, **(counts.model_dump() if counts else {})))
+            code=code, error=latest_exception(client, statement.name) if statement.phase in FAILING_PHASES else None,
+            **(counts.model_dump() if counts else {})))
     return RunningReport(statements=sorted(rows, key=lambda r: (r.table, r.statement)), metrics_error=error)
+
+
+def latest_exception(client: ConfluentClient, name: str) -> str | None:
+    """The newest exception of a statement (None: none recorded, or the API did not answer, said so)."""
+    try:
+        exceptions = client.statement_exceptions(name)
+    except ConfluentError as failure:
+        return f"(its exceptions could not be read: {failure})"
+    return exceptions[0].message if exceptions else None
 
 
 def render_running(report: RunningReport) -> str:
@@ -87,3 +106,11 @@ def render_running(report: RunningReport) -> str:
     if report.metrics_error:
         lines.append(f"(record counts unknown: {report.metrics_error})")
     return "\n".join(lines)
+
+
+def render_failing(report: RunningReport) -> str:
+    """Each failing statement and its root error: the first thing the stuck-statement runbook asks for."""
+    if not report.statements:
+        return "no FAILED or FAILING statement"
+    return "\n".join(f"{row.table:30} {row.statement:46} {row.phase:9}\n  root error: {row.error or '(none recorded)'}"
+                     for row in report.statements)

@@ -23,6 +23,7 @@ class Action(StrEnum):
     DEPLOY = "deploy"  # (re)create the table, start the DML from earliest (or the range start)
     RECREATE = "recreate"  # stop the DML, drop and recreate the table, reprocess from earliest
     RESUME = "resume"  # a STOPPED statement with the same code: resumed from its latest offsets
+    STOP = "stop"  # a running statement stopped, its offsets kept (a resume continues from them)
     REPLACE_DML = "replace_dml"  # dml-only: table kept, statement replaced (from offsets when stateless)
     REPLACE_IN_PLACE = "replace_in_place"  # compatible stateless change: ALTER, swap from offsets, verify
     BACKFILL = "backfill_window"  # a bounded statement over a window of event time
@@ -44,6 +45,8 @@ class PlanKind(StrEnum):
     HOUSEKEEPING = "housekeeping"
     REPROCESS = "reprocess"
     SEED = "seed"
+    STOP = "stop"
+    RESUME = "resume"
 
 
 # Actions after which a table's topic is new: its children must be recreated.
@@ -123,6 +126,12 @@ class ResumeStep(TableStep):
     pool: PoolRef
 
 
+class StopStep(TableStep):
+    """A running (or FAILING) DML statement stopped: nothing more is read or written, its offsets kept."""
+
+    action: Literal[Action.STOP] = Action.STOP
+
+
 class DeployStep(TableStep):
     """DEPLOY / RECREATE: the table is (re)created and its DML starts from earliest or `start_at`."""
 
@@ -175,7 +184,8 @@ class RetireStep(Step):
 
 
 PlanStep = Annotated[
-    CreatePoolStep | SeedStep | SkipStep | ResumeStep | DeployStep | ReplaceStep | BackfillStep | RetireStep,
+    CreatePoolStep | SeedStep | SkipStep | ResumeStep | StopStep | DeployStep | ReplaceStep | BackfillStep
+    | RetireStep,
     Field(discriminator="action"),
 ]
 RunsInPool = ResumeStep | DeployStep | ReplaceStep | BackfillStep

@@ -68,6 +68,7 @@ def _with_choices(local: FlinkProjectConfig, chosen: FlinkProjectConfig | None) 
     if chosen is not None:
         local.app = chosen.app
         local.kafka.reject_topics_prefixes = list(chosen.kafka.reject_topics_prefixes)
+        local.health = chosen.health
     return local
 
 

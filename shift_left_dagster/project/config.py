@@ -33,6 +33,16 @@ Per-environment choices this project adds (all optional, under ``app``):
   modifier and is not applied here.
 
 The environment's name is ``kafka.cluster_type`` (dev, stage, prod).
+
+Optional ``health`` section (the health sensor's ``statement_lag`` and
+``statement_stalled`` checks), with per-table overrides under ``tables``::
+
+    health:
+      max_pending_records: 10000   # lag: red above this many records not read yet
+      growing_observations: 5      # lag: red when pending grew at each of the last 5 sensor ticks
+      stalled_minutes: 10          # stalled: red when no record came out for 10 minutes while records came in
+      tables:
+        fct_order: {max_pending_records: 500}
 """
 
 from __future__ import annotations
@@ -197,6 +207,53 @@ class AppSection(_Section):
         return value
 
 
+class HealthThresholds(BaseModel):
+    """When a running statement counts as behind (`statement_lag`) or stalled (`statement_stalled`)."""
+
+    max_pending_records: int = Field(default=10_000, ge=0)
+    growing_observations: int = Field(default=5, ge=2)
+    stalled_minutes: float = Field(default=10.0, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        return _only_thresholds(data, cls.model_fields)
+
+
+class HealthOverride(BaseModel):
+    """One table's thresholds that differ from the section's."""
+
+    max_pending_records: int | None = Field(default=None, ge=0)
+    growing_observations: int | None = Field(default=None, ge=2)
+    stalled_minutes: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        return _only_thresholds(data, cls.model_fields)
+
+
+class HealthSection(HealthThresholds):
+    """The thresholds for every table, and per-table overrides (`tables: {name: {field: value}}`)."""
+
+    tables: dict[str, HealthOverride] = Field(default_factory=dict)
+
+    def for_table(self, table: str) -> HealthThresholds:
+        override = self.tables.get(table, HealthOverride())
+        return HealthThresholds.model_validate({**self.model_dump(exclude={"tables"}),
+                                                **override.model_dump(exclude_none=True)})
+
+
+def _only_thresholds(data: Any, fields: Mapping[str, Any]) -> Any:
+    """A misspelt threshold would silently keep the default: refused, naming it."""
+    if isinstance(data, dict):
+        known = list(HealthThresholds.model_fields)
+        unknown = [str(k) for k in data if k not in fields]
+        if unknown:
+            raise ValueError(f"unknown field {', '.join(unknown)} (known: {', '.join(known)})")
+    return data
+
+
 class FlinkProjectConfig(BaseModel):
     """One target environment: where statements run, with which names and options."""
 
@@ -207,6 +264,7 @@ class FlinkProjectConfig(BaseModel):
     confluent_cloud: ConfluentCloudSection
     flink: FlinkSection
     app: AppSection = Field(default_factory=AppSection)
+    health: HealthSection = Field(default_factory=HealthSection)
 
     @property
     def env_name(self) -> str:

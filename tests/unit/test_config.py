@@ -223,3 +223,28 @@ def test_client_settings_from_a_cloud_config(tmp_path: Path) -> None:
 def test_template_yaml_parses_as_documented() -> None:
     # guard: the fixture above is real YAML with the dotted keys shift_left uses
     assert "bootstrap.servers" in yaml.safe_load(SHIFT_LEFT_CONFIG)["kafka"]
+
+
+def test_health_thresholds_default_and_per_table_overrides() -> None:
+    raw = yaml.safe_load(SHIFT_LEFT_CONFIG)
+    assert parse_config(raw, {}).health.for_table("fct_order").model_dump() == {
+        "max_pending_records": 10000, "growing_observations": 5, "stalled_minutes": 10.0}
+    raw["health"] = {"max_pending_records": 50, "tables": {"fct_order": {"stalled_minutes": 2}}}
+    health = parse_config(raw, {}).health
+    assert health.for_table("fct_order").model_dump() == {
+        "max_pending_records": 50, "growing_observations": 5, "stalled_minutes": 2.0}
+    assert health.for_table("src_orders").stalled_minutes == 10.0
+
+
+@pytest.mark.parametrize(("section", "message"), [
+    ({"max_pending_records": "many"}, "cfg.yaml: health.max_pending_records: not an integer"),
+    ({"growing_observations": 1}, "cfg.yaml: health.growing_observations: Input should be greater than or equal to 2"),
+    ({"tables": {"fct_order": {"stalled_minute": 3}}},
+     "cfg.yaml: health.tables.fct_order: unknown field stalled_minute (known: max_pending_records, "
+     "growing_observations, stalled_minutes)"),
+])
+def test_a_bad_health_threshold_is_one_line_naming_the_field(section: dict, message: str) -> None:
+    raw = {**yaml.safe_load(SHIFT_LEFT_CONFIG), "health": section}
+    with pytest.raises(ConfigFileError) as info:
+        parse_config(raw, {}, source="cfg.yaml")
+    assert str(info.value) == message

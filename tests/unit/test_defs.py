@@ -116,3 +116,11 @@ def test_specs_link_to_their_sql_file_through_dagster_public_code_references():
     assert isinstance(reference, LocalFileCodeReference)
     assert reference.file_path.endswith("/facts/p1/fct_order/sql-scripts/dml.fct_order.sql")
     assert reference.line_number == 1
+
+
+def test_the_health_sensors_checks_are_declared_on_tables_with_a_dml_and_never_block():
+    multi = next(a for a in defs.get_repository_def().assets_defs_by_key.values() if a.is_executable)
+    watched = {(s.asset_key, s.name): s for s in multi.check_specs if s.name in ("statement_lag", "statement_stalled")}
+    assert {name for key, name in watched if key == AssetKey("fct_order")} == {"statement_lag", "statement_stalled"}
+    assert not any(s.blocking for s in watched.values())
+    assert "health.stalled_minutes" in watched[(AssetKey("fct_order"), "statement_stalled")].description
