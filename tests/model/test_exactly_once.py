@@ -59,8 +59,8 @@ pytestmark = [pytest.mark.service, pytest.mark.model]
 
 TABLES = ["src_orders", "big_orders", "customer_totals", "order_amounts", "src_tiers"]
 CUSTOMERS = ["ann", "bob", "cy"]
-EXAMPLES = int(os.environ.get("SL_MODEL_EXAMPLES", "15"))
-STEPS = int(os.environ.get("SL_MODEL_STEPS", "20"))
+EXAMPLES = int(os.environ.get("SL_MODEL_EXAMPLES", "4"))  # CI: bounded (see the walk for coverage)
+STEPS = int(os.environ.get("SL_MODEL_STEPS", "12"))
 # Operations whose intended behaviour the current code does not have yet (issue 25, Build 1-4): they
 # run when SL_MODEL_PENDING=1 (the lead drops the gate once the fixes are merged).
 PENDING = os.environ.get("SL_MODEL_PENDING") == "1"
@@ -69,7 +69,8 @@ PENDING = os.environ.get("SL_MODEL_PENDING") == "1"
 CHECK_EVERY = int(os.environ.get("SL_MODEL_CHECK_EVERY", "3"))
 ALWAYS_CHECKED = {"sensor_run_deploys_the_commits", "break_and_restore_a_file", "commit_a_typo_in_a_parent_name",
                   "backfill_a_deployed_table", "backfill_a_table_not_deployed", "kill_a_deployment_holding_the_lease",
-                  "restart_the_service_mid_deployment", "commit_a_broken_file_then_its_restoration"}
+                  "restart_the_service_mid_deployment", "commit_a_broken_file_then_its_restoration",
+                  "deploy_excluding_the_sources"}
 DEAD_HOLDER_WAIT = 30.0  # the most any command may wait on the lease of a killed deployment
 
 DDL = {
@@ -203,9 +204,12 @@ class DeploymentModel(RuleBasedStateMachine):
         self.floor: dict[str, int] = {}  # rows each table held at the last look (a floor unless recreated)
         self.operations = 0
         self.last_rule = ""
+        self.check_every = CHECK_EVERY
 
-    @initialize()
-    def start_service(self) -> None:
+    @initialize(pipeline_first=st.booleans())
+    def start_service(self, pipeline_first: bool = False) -> None:
+        """A fresh service and project; `pipeline_first`: src_orders and big_orders deployed before any
+        operation (so the sensor, stop and promotion paths are reached in short CI sequences too)."""
         self.root = Path(tempfile.mkdtemp(prefix="sl-model-"))
         write_project(self.root, self.multiplier, self.weight)
         self.git("init", "-q", "-b", "main")
@@ -218,6 +222,8 @@ class DeploymentModel(RuleBasedStateMachine):
         for topic, ddl in RAW_DDL.items():
             self.client.create_statement(f"{topic.replace('_', '-')}-ddl", ddl)
             self.client.wait_for_phase(f"{topic.replace('_', '-')}-ddl", {"COMPLETED"}, 60)
+        if pipeline_first:
+            self.deploy_and_predict("big_orders")
 
     def count(self) -> None:
         self.operations += 1
@@ -367,10 +373,12 @@ class DeploymentModel(RuleBasedStateMachine):
     @precondition(lambda self: bool(set(self.serving) - self.stopped))
     @rule(data=st.data())
     def stop_statement(self, data: st.DataObject) -> None:
-        table = data.draw(st.sampled_from(sorted(set(self.serving) - self.stopped)))
+        self.stop(data.draw(st.sampled_from(sorted(set(self.serving) - self.stopped))))
+        self.count()
+
+    def stop(self, table: str) -> None:
         self.client.stop_statement(statement(self.physical(table)), timeout=60)
         self.stopped.add(table)
-        self.count()
 
     def sensor_may_run(self) -> bool:
         return "src_orders" in self.serving and not self.stopped
@@ -549,7 +557,6 @@ class DeploymentModel(RuleBasedStateMachine):
         assert time.monotonic() - started < DEAD_HOLDER_WAIT, "waited on a dead holder's lease"
         deployment.wait()
         self.predict_deploy(table)
-        _KINDS["killed deployments"] += 1
         self.count()
 
     @precondition(lambda self: self.candidate is None)
@@ -578,6 +585,25 @@ class DeploymentModel(RuleBasedStateMachine):
         self.deploy_and_predict(table)
         self.count()
 
+    @precondition(lambda self: PENDING and self.candidate is None)
+    @rule(table=st.sampled_from(sorted(ORDERS - {"src_orders"})))
+    def deploy_excluding_the_sources(self, table: str) -> None:
+        """What an asset defined with `exclude=["src_*"]` runs (issue 25, Build 5): an excluded table is never
+        deployed by it; a selected table whose excluded ancestor is not deployed is refused at plan time
+        naming that ancestor. (Pending: Deployer.deploy has no `exclude` yet; the call is written with the
+        keyword the lead's plan builder is to take.)"""
+        if "src_orders" not in self.serving:
+            before = self.statement_names()
+            with pytest.raises(PlanError, match="src_orders"):
+                self.deployer().deploy([table], exclude=["src_*"])  # type: ignore[call-arg]
+            assert self.statement_names() == before
+        else:
+            deployment = self.deployer().deploy([table], exclude=["src_*"])  # type: ignore[call-arg]
+            assert not [s for s in deployment.plan.changes if (s.table or "").startswith("src_")], deployment
+            deployment.wait()
+            self.predict_deploy(table)
+        self.count()
+
     # -- invariants ---------------------------------------------------------------------------
 
     @invariant()
@@ -601,13 +627,10 @@ class DeploymentModel(RuleBasedStateMachine):
         `shift-left-dagster check` runs gives the oracle's verdict: reconciled and unique_primary_key pass
         exactly when the sink equals the oracle, schema_matches_ddl passes, statement_healthy passes exactly
         when the statement is not stopped. A table whose own statement or parent is stopped is judged
-        only by statement_healthy (its sink is behind by design). Pending (Build 2, checks that know code
-        versions): reconciled and schema_matches_ddl of a table whose sink was written by another code
-        version than git's (a committed change not deployed yet, or an in-place replacement): today they
-        read git's SQL and DDL over all history."""
+        only by statement_healthy (its sink is behind by design). Pending: see `other_code`."""
         if not self.serving or self.last_rule in ("insert_raw_records", "upsert_raw_tiers"):
             return
-        if self.operations % CHECK_EVERY and self.last_rule not in ALWAYS_CHECKED:
+        if self.operations % self.check_every and self.last_rule not in ALWAYS_CHECKED:
             return
         assert quiesce(self.service.url)["quiet"]
         expected = self.expected()
@@ -627,18 +650,21 @@ class DeploymentModel(RuleBasedStateMachine):
                 continue
             if table not in judged:
                 continue
-            if check in (CheckName.RECONCILED, CheckName.SCHEMA_MATCHES_DDL) and table in self.other_code() \
-                    and not PENDING:
+            if not PENDING and table in self.other_code().get(check, set()):
                 continue
             truth = equal[table] if check in (CheckName.RECONCILED, CheckName.UNIQUE_PRIMARY_KEY) else True
             assert outcome.passed == truth, (table, check.value, outcome.message, "sink equals oracle:", truth)
         for table in judged:
             assert equal[table], (table, "sink", found[table], "oracle", rows(expected[table]), self.segments)
 
-    def other_code(self) -> set[str]:
-        """Tables whose sink holds rows of another code version than git's."""
-        tables = {"src_orders"} if self.source_changed() or len(self.segments) > 1 else set()
-        return tables | ({TOTALS} if self.totals_weight != self.weight else set())
+    def other_code(self) -> dict[CheckName, set[str]]:
+        """Checks that read git's code where the sink was written by another code version (pending: Build
+        2): reconciled recomputes the serving statement's SQL over all history, so a table replaced in
+        place is red on right data; schema_matches_ddl reads git's DDL, so a committed added column not
+        deployed yet is red (arguably drift; the model holds the sink to the code that wrote it)."""
+        in_place = {"src_orders"} if len(self.segments) > 1 else set()
+        column_pending = {"src_orders"} if self.segments and self.extra and not self.segments[-1][2] else set()
+        return {CheckName.RECONCILED: in_place, CheckName.SCHEMA_MATCHES_DDL: column_pending}
 
     def checks(self) -> list:
         """The checks of every deployed table, evaluated as `shift-left-dagster check` evaluates them."""
@@ -689,13 +715,74 @@ _KINDS: Counter[str] = Counter()
 
 
 def test_every_sink_equals_the_oracle_after_random_deployments(spark) -> None:  # type: ignore[no-untyped-def]
+    """CI: a fixed seed set (derandomized), bounded; SL_MODEL_RANDOM=1 takes pytest's --hypothesis-seed
+    instead (bench/bench_model.py's rounds). The summary is printed whether or not a counterexample is found."""
     _SPARK[:] = [lambda: spark]
-    run_state_machine_as_test(DeploymentModel, settings=settings(
-        max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=True,
-        suppress_health_check=list(HealthCheck), database=None))
-    print(f"model: {len(_RUNS)} sequences, {sum(_RUNS)} operations ({dict(_KINDS)}), no counterexample")
-    for kind in ("sensor_run_deploys_the_commits", "stop_statement", "promote_or_rollback", "concurrent_deploys"):
-        assert _KINDS[kind], kind  # the fixed seeds reach every kind of operation
+    found = "no counterexample"
+    try:
+        run_state_machine_as_test(DeploymentModel, settings=settings(
+            max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
+            derandomize=os.environ.get("SL_MODEL_RANDOM") != "1",
+            suppress_health_check=list(HealthCheck), database=None))
+    except BaseException:
+        found = "a counterexample"
+        raise
+    finally:
+        print(f"model: {len(_RUNS)} sequences, {sum(_RUNS)} operations ({dict(_KINDS)}), {found}")
+    assert sum(_RUNS) >= EXAMPLES  # (every kind is reached by the walk below)
+
+
+# Every operation once, in an order that reaches each of them (pending ones with SL_MODEL_PENDING=1).
+WALK: list[tuple[str, tuple, bool]] = [
+    ("insert_raw_records", ([("ann", 7), ("bob", 3)],), False),
+    ("upsert_raw_tiers", ([("ann", 1), ("ann", 2), ("bob", 0)],), False),
+    ("backfill_a_table_not_deployed", (), True),
+    ("deploy", (TIERS,), False),
+    ("deploy", (AMOUNTS,), False),
+    ("backfill_a_deployed_table", (), False),
+    ("commit_added_column", (), False),
+    ("insert_raw_records", ([("cy", 9)],), False),
+    ("sensor_run_deploys_the_commits", (), False),  # the added column, in place
+    ("commit_source_change", (), False),
+    ("insert_raw_records", ([("cy", 4)],), False),
+    ("sensor_run_deploys_the_commits", (), False),  # amount * 2, in place
+    ("break_and_restore_a_file", ("src_orders", "ddl", "empty", True), False),
+    ("break_and_restore_a_file", ("big_orders", "dml", "empty", False), False),
+    ("break_and_restore_a_file", ("big_orders", "dml", "delete", False), True),
+    ("break_and_restore_a_file", ("src_orders", "ddl", "delete", True), True),
+    ("commit_a_broken_file_then_its_restoration", (AMOUNTS, "dml", "delete"), True),
+    ("commit_a_typo_in_a_parent_name", (False,), False),
+    ("commit_a_typo_in_a_parent_name", (True,), True),
+    ("deploy", (TOTALS,), False),
+    ("commit_aggregate_change", (), False),
+    ("sensor_run_deploys_the_commits", (), False),  # COUNT(*) * 10: a candidate beside the serving one
+    ("promote_or_rollback", (True,), False),
+    ("stop", ("big_orders",), False),
+    ("restart_the_service_mid_deployment", ("big_orders", 0.3), False),
+    ("commit_source_change", (), False),
+    ("kill_a_deployment_holding_the_lease", ("src_orders", 0.3), True),
+    ("deploy_excluding_the_sources", ("big_orders",), True),
+    ("concurrent_deploys", ("src_orders", TOTALS), False),
+]
+
+
+def test_a_walk_through_every_operation(spark) -> None:  # type: ignore[no-untyped-def]
+    """The same model driven through every operation once, invariants after each, so CI reaches each kind
+    whatever the random sequences above happen to draw."""
+    _SPARK[:] = [lambda: spark]
+    machine = DeploymentModel()
+    machine.start_service(pipeline_first=True)
+    machine.check_every = 1
+    try:
+        for name, args, pending in WALK:
+            if pending and not PENDING:
+                continue
+            getattr(machine, name)(*args)
+            machine.last_rule = name
+            machine.deployed_tables_have_their_statement()
+            machine.checks_agree_with_the_oracle()
+    finally:
+        machine.teardown()
 
 
 def test_live_state_type_is_what_plans_read() -> None:
