@@ -1,6 +1,7 @@
 """The model-based test of the deployment core, run long: many more random sequences than CI's seeds.
 
     python bench/bench_model.py [--examples 100] [--steps 20] [--rounds 1] [--pending] [--check-every 1]
+                                [--no-shrink]
 
 Each round is one pytest run of the model with its own hypothesis seed (round 0 is CI's fixed seed
 set); a round stops at its first counterexample, shrunk, so more rounds find more of them. Prints, per
@@ -32,6 +33,8 @@ def one_round(number: int, args: argparse.Namespace) -> tuple[int, int, Counter[
            "SL_MODEL_CHECK_EVERY": str(args.check_every), "PYTHONPATH": str(ROOT)}
     if args.pending:
         env["SL_MODEL_PENDING"] = "1"
+    if args.no_shrink:
+        env["SL_MODEL_SHRINK"] = "0"  # report the counterexample as found (shrinking reruns the service)
     seed = []
     if number:
         env["SL_MODEL_RANDOM"] = "1"  # hypothesis' own seed, not CI's derandomized one
@@ -60,6 +63,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1, help="pytest runs, each with its own seed")
     parser.add_argument("--seed", type=int, default=2500, help="round n (n > 0) runs with seed + n")
     parser.add_argument("--pending", action="store_true", help="also the operations not fixed yet")
+    parser.add_argument("--no-shrink", action="store_true", help="print counterexamples unshrunk (faster)")
     parser.add_argument("--check-every", type=int, default=1, help="run the checks after every n-th operation")
     args = parser.parse_args()
     total_sequences, total_operations, total_kinds = 0, 0, Counter[str]()
