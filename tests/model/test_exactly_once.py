@@ -21,9 +21,10 @@ raised where none was predicted fails the test. At the end of each sequence ever
 once more (stopped statements are resumed, nothing recreated), a re-plan is empty, and every serving
 table and candidate equals the oracle with no duplicated key.
 
-Operations whose intended behaviour is not merged yet run with SL_MODEL_PENDING=1. CI runs a fixed
-seed set, bounded, plus a walk through every operation; `python bench/bench_model.py` explores more
-(several seeds, checks after every operation, `--pending`).
+Operations whose intended behaviour is not merged yet run with SL_MODEL_PENDING=1 (or a list of the
+fixes they wait for, see FIXES). CI runs a fixed seed set, bounded, plus a walk through every
+operation; `python bench/bench_model.py` explores more (several seeds, checks after every operation,
+`--pending`).
 """
 
 from __future__ import annotations
@@ -71,9 +72,22 @@ TABLES = ["src_orders", "big_orders", "customer_totals", "order_amounts", "src_t
 CUSTOMERS = ["ann", "bob", "cy"]
 EXAMPLES = int(os.environ.get("SL_MODEL_EXAMPLES", "4"))  # CI: bounded (see the walk for coverage)
 STEPS = int(os.environ.get("SL_MODEL_STEPS", "12"))
-# Operations whose intended behaviour the current code does not have yet (issue 25, Build 1-4): they
-# run when SL_MODEL_PENDING=1 (the lead drops the gate once the fixes are merged).
-PENDING = os.environ.get("SL_MODEL_PENDING") == "1"
+# Operations whose intended behaviour the current code does not have yet, by the fix they wait for
+# (issue 25 Build 1-5). SL_MODEL_PENDING=1 enables them all; SL_MODEL_PENDING=files,lease only those.
+# Each gate goes once its fix is merged.
+FIXES = {"files": "Build 1: a missing/empty file makes a broken table, never a removal",
+         "code_versions": "Build 2: checks compare each stretch with the code version that wrote it",
+         "lease": "Build 3: a dead holder's lease is taken over at once",
+         "one_plan_builder": "Build 4: the git and backfill paths make deploy's refusals",
+         "exclude": "Build 5: exclude as a dbt user reads it"}
+_PENDING = os.environ.get("SL_MODEL_PENDING", "")
+ENABLED = set(FIXES) if _PENDING == "1" else {name for name in _PENDING.split(",") if name}
+assert ENABLED <= set(FIXES), f"SL_MODEL_PENDING names unknown fixes: {sorted(ENABLED - set(FIXES))}"
+
+
+def pending(fix: str) -> bool:
+    """Whether the operations waiting for `fix` run (see FIXES)."""
+    return fix in ENABLED
 # The checks run after every operation in a long run (bench/bench_model.py); CI runs them after every
 # CHECK_EVERY-th operation and after every operation issue 25 added (a check costs seconds on 2 cores).
 CHECK_EVERY = int(os.environ.get("SL_MODEL_CHECK_EVERY", "3"))
@@ -434,7 +448,7 @@ class DeploymentModel(RuleBasedStateMachine):
     # -- what broke on users' paths (issue 25) ------------------------------------------------
 
     @rule(table=st.sampled_from(TABLES), kind=st.sampled_from(["ddl", "dml"]),
-          how=st.sampled_from(["empty", "delete"] if PENDING else ["empty"]), reader=st.booleans())
+          how=st.sampled_from(["empty", "delete"] if pending("files") else ["empty"]), reader=st.booleans())
     def break_and_restore_a_file(self, table: str, kind: str, how: str, reader: bool) -> None:
         """A table's DDL or DML file emptied or deleted (its folder kept): the table is broken, so a deploy of
         it, or of a table reading it, is refused at plan time naming the file, and nothing is touched;
@@ -459,7 +473,7 @@ class DeploymentModel(RuleBasedStateMachine):
         self.deploy_and_predict(target)  # the restored file: deployable again
         self.count()
 
-    @precondition(lambda self: PENDING and self.sensor_may_run() and self.no_source_change_pending()
+    @precondition(lambda self: pending("files") and self.sensor_may_run() and self.no_source_change_pending()
                   and self.weight == self.cursor_weight)
     @rule(table=st.sampled_from(TABLES), kind=st.sampled_from(["ddl", "dml"]),
           how=st.sampled_from(["empty", "delete"]))
@@ -488,7 +502,7 @@ class DeploymentModel(RuleBasedStateMachine):
         self.git("commit", "-qm", f"restore {path.name}")  # the cursor stays: the net change is none
         self.count()
 
-    @rule(via_git=st.booleans() if PENDING else st.just(False))
+    @rule(via_git=st.booleans() if pending("one_plan_builder") else st.just(False))
     def commit_a_typo_in_a_parent_name(self, via_git: bool) -> None:
         """`FROM src_ordres` committed in big_orders' DML: refused at plan time naming dml file:line, on the
         deploy path and on the git sensor's path alike, and nothing is created; then the fix is committed.
@@ -526,7 +540,7 @@ class DeploymentModel(RuleBasedStateMachine):
         deployment.wait()
         self.count()
 
-    @precondition(lambda self: PENDING and AMOUNTS not in self.serving and self.candidate is None
+    @precondition(lambda self: pending("one_plan_builder") and AMOUNTS not in self.serving and self.candidate is None
                   and not self.stopped & {"src_orders"} and not self.source_changed())
     @rule()
     def backfill_a_table_not_deployed(self) -> None:
@@ -546,7 +560,7 @@ class DeploymentModel(RuleBasedStateMachine):
             self.predict_deploy(AMOUNTS)
         self.count()
 
-    @precondition(lambda self: PENDING and self.candidate is None)
+    @precondition(lambda self: pending("lease") and self.candidate is None)
     @rule(table=st.sampled_from(TABLES), delay=st.sampled_from([0.0, 0.3, 1.0]))
     def kill_a_deployment_holding_the_lease(self, table: str, delay: float) -> None:
         """kill -9 of a deployment process after it planned (it holds the lease), then deploy again: the dead
@@ -595,7 +609,7 @@ class DeploymentModel(RuleBasedStateMachine):
         self.deploy_and_predict(table)
         self.count()
 
-    @precondition(lambda self: PENDING and self.candidate is None)
+    @precondition(lambda self: pending("exclude") and self.candidate is None)
     @rule(table=st.sampled_from(sorted(ORDERS - {"src_orders"})))
     def deploy_excluding_the_sources(self, table: str) -> None:
         """What an asset defined with `exclude=["src_*"]` runs (issue 25, Build 5): an excluded table is never
@@ -660,7 +674,7 @@ class DeploymentModel(RuleBasedStateMachine):
                 continue
             if table not in judged:
                 continue
-            if not PENDING and table in self.other_code().get(check, set()):
+            if not pending("code_versions") and table in self.other_code().get(check, set()):
                 continue
             truth = equal[table] if check in (CheckName.RECONCILED, CheckName.UNIQUE_PRIMARY_KEY) else True
             assert outcome.passed == truth, (table, check.value, outcome.message, "sink equals oracle:", truth)
@@ -743,37 +757,37 @@ def test_every_sink_equals_the_oracle_after_random_deployments(spark) -> None:  
     assert sum(_RUNS) >= EXAMPLES  # (every kind is reached by the walk below)
 
 
-# Every operation once, in an order that reaches each of them (pending ones with SL_MODEL_PENDING=1).
-WALK: list[tuple[str, tuple, bool]] = [
-    ("insert_raw_records", ([("ann", 7), ("bob", 3)],), False),
-    ("upsert_raw_tiers", ([("ann", 1), ("ann", 2), ("bob", 0)],), False),
-    ("backfill_a_table_not_deployed", (), True),
-    ("deploy", (TIERS,), False),
-    ("deploy", (AMOUNTS,), False),
-    ("backfill_a_deployed_table", (), False),
-    ("commit_added_column", (), False),
-    ("insert_raw_records", ([("cy", 9)],), False),
-    ("sensor_run_deploys_the_commits", (), False),  # the added column, in place
-    ("commit_source_change", (), False),
-    ("insert_raw_records", ([("cy", 4)],), False),
-    ("sensor_run_deploys_the_commits", (), False),  # amount * 2, in place
-    ("break_and_restore_a_file", ("src_orders", "ddl", "empty", True), False),
-    ("break_and_restore_a_file", ("big_orders", "dml", "empty", False), False),
-    ("break_and_restore_a_file", ("big_orders", "dml", "delete", False), True),
-    ("break_and_restore_a_file", ("src_orders", "ddl", "delete", True), True),
-    ("commit_a_broken_file_then_its_restoration", (AMOUNTS, "dml", "delete"), True),
-    ("commit_a_typo_in_a_parent_name", (False,), False),
-    ("commit_a_typo_in_a_parent_name", (True,), True),
-    ("deploy", (TOTALS,), False),
-    ("commit_aggregate_change", (), False),
-    ("sensor_run_deploys_the_commits", (), False),  # COUNT(*) * 10: a candidate beside the serving one
-    ("promote_or_rollback", (True,), False),
-    ("stop", ("big_orders",), False),
-    ("restart_the_service_mid_deployment", ("big_orders", 0.3), False),
-    ("commit_source_change", (), False),
-    ("kill_a_deployment_holding_the_lease", ("src_orders", 0.3), True),
-    ("deploy_excluding_the_sources", ("big_orders",), True),
-    ("concurrent_deploys", ("src_orders", TOTALS), False),
+# Every operation once, in an order that reaches each of them (a pending one names the fix it waits for).
+WALK: list[tuple[str, tuple, str | None]] = [
+    ("insert_raw_records", ([("ann", 7), ("bob", 3)],), None),
+    ("upsert_raw_tiers", ([("ann", 1), ("ann", 2), ("bob", 0)],), None),
+    ("backfill_a_table_not_deployed", (), "one_plan_builder"),
+    ("deploy", (TIERS,), None),
+    ("deploy", (AMOUNTS,), None),
+    ("backfill_a_deployed_table", (), None),
+    ("commit_added_column", (), None),
+    ("insert_raw_records", ([("cy", 9)],), None),
+    ("sensor_run_deploys_the_commits", (), None),  # the added column, in place
+    ("commit_source_change", (), None),
+    ("insert_raw_records", ([("cy", 4)],), None),
+    ("sensor_run_deploys_the_commits", (), None),  # amount * 2, in place
+    ("break_and_restore_a_file", ("src_orders", "ddl", "empty", True), None),
+    ("break_and_restore_a_file", ("big_orders", "dml", "empty", False), None),
+    ("break_and_restore_a_file", ("big_orders", "dml", "delete", False), "files"),
+    ("break_and_restore_a_file", ("src_orders", "ddl", "delete", True), "files"),
+    ("commit_a_broken_file_then_its_restoration", (AMOUNTS, "dml", "delete"), "files"),
+    ("commit_a_typo_in_a_parent_name", (False,), None),
+    ("commit_a_typo_in_a_parent_name", (True,), "one_plan_builder"),
+    ("deploy", (TOTALS,), None),
+    ("commit_aggregate_change", (), None),
+    ("sensor_run_deploys_the_commits", (), None),  # COUNT(*) * 10: a candidate beside the serving one
+    ("promote_or_rollback", (True,), None),
+    ("stop", ("big_orders",), None),
+    ("restart_the_service_mid_deployment", ("big_orders", 0.3), None),
+    ("commit_source_change", (), None),
+    ("kill_a_deployment_holding_the_lease", ("src_orders", 0.3), "lease"),
+    ("deploy_excluding_the_sources", ("big_orders",), "exclude"),
+    ("concurrent_deploys", ("src_orders", TOTALS), None),
 ]
 
 
@@ -785,8 +799,8 @@ def test_a_walk_through_every_operation(spark) -> None:  # type: ignore[no-untyp
     machine.start_service(pipeline_first=True)
     machine.check_every = 1
     try:
-        for name, args, pending in WALK:
-            if pending and not PENDING:
+        for name, args, fix in WALK:
+            if fix is not None and not pending(fix):
                 continue
             getattr(machine, name)(*args)
             machine.last_rule = name
