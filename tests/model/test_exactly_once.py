@@ -473,13 +473,14 @@ class DeploymentModel(RuleBasedStateMachine):
         self.deploy_and_predict(target)  # the restored file: deployable again
         self.count()
 
-    @precondition(lambda self: pending("files") and self.sensor_may_run() and self.no_source_change_pending()
+    @precondition(lambda self: self.sensor_may_run() and self.no_source_change_pending()
                   and self.weight == self.cursor_weight)
     @rule(table=st.sampled_from(TABLES), kind=st.sampled_from(["ddl", "dml"]),
-          how=st.sampled_from(["empty", "delete"]))
+          how=st.sampled_from(["empty", "delete"] if pending("files") else ["empty"]))
     def commit_a_broken_file_then_its_restoration(self, table: str, kind: str, how: str) -> None:
         """Through git, a broken file is no removal: the sensor's run over that commit is refused naming
-        the file (or changes nothing), undeploys nothing; the commit restoring it leaves nothing to do."""
+        the file (or changes nothing), undeploys nothing; the commit restoring it leaves nothing to do.
+        (Deleting is pending: today the sensor plans an undeploy of the table, case 1.)"""
         path = script(self.root, table, kind)
         text = path.read_text()
         if how == "delete":
@@ -775,6 +776,7 @@ WALK: list[tuple[str, tuple, str | None]] = [
     ("break_and_restore_a_file", ("big_orders", "dml", "empty", False), None),
     ("break_and_restore_a_file", ("big_orders", "dml", "delete", False), "files"),
     ("break_and_restore_a_file", ("src_orders", "ddl", "delete", True), "files"),
+    ("commit_a_broken_file_then_its_restoration", (AMOUNTS, "dml", "empty"), None),
     ("commit_a_broken_file_then_its_restoration", (AMOUNTS, "dml", "delete"), "files"),
     ("commit_a_typo_in_a_parent_name", (False,), None),
     ("commit_a_typo_in_a_parent_name", (True,), "one_plan_builder"),
