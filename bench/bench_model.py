@@ -1,40 +1,95 @@
 """The model-based test of the deployment core, run long: many more random sequences than CI's seeds.
 
-    python bench/bench_model.py [--examples 100] [--steps 20]
+    python bench/bench_model.py [--examples 100] [--steps 20] [--rounds 1] [--pending [FIXES]] [--check-every 1]
+                                [--no-shrink]
 
-Prints how many sequences and operations ran (by kind), and the shrunk counterexample if one fails.
-Each sequence starts a fresh local service on the one Spark session; expect ~8 s a sequence.
+Each round is one pytest run of the model with its own hypothesis seed (round 0 is CI's fixed seed
+set); a round stops at its first counterexample, shrunk, so more rounds find more of them. Prints, per
+round and in total, the sequences and operations run (by kind) and every counterexample found (its
+failing assertion and the shrunk steps). `--pending` adds the operations whose fixes are not merged yet
+(SL_MODEL_PENDING=1; `--pending files,lease` only those, see FIXES in the test); `--check-every 1`
+(the default here) runs the checks after every operation.
+Each sequence starts a fresh local service on the one Spark session; expect ~10-30 s a sequence.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import os
+import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+TEST = "tests/model/test_exactly_once.py::test_every_sink_equals_the_oracle_after_random_deployments"
+
+
+def one_round(number: int, args: argparse.Namespace) -> tuple[int, int, Counter[str], str | None, float]:
+    """(sequences, operations, operations by kind, counterexample or None, seconds) of one pytest run."""
+    env = {**os.environ, "SL_MODEL_EXAMPLES": str(args.examples), "SL_MODEL_STEPS": str(args.steps),
+           "SL_MODEL_CHECK_EVERY": str(args.check_every), "PYTHONPATH": str(ROOT)}
+    if args.pending:
+        env["SL_MODEL_PENDING"] = args.pending  # 1: every fix; or a list such as files,lease
+    if args.no_shrink:
+        env["SL_MODEL_SHRINK"] = "0"  # report the counterexample as found (shrinking reruns the service)
+    seed = []
+    if number:
+        env["SL_MODEL_RANDOM"] = "1"  # hypothesis' own seed, not CI's derandomized one
+        seed = [f"--hypothesis-seed={args.seed + number}"]
+    started = time.monotonic()
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", *seed, TEST],
+                         cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    out = run.stdout + run.stderr
+    summary = re.search(r"^model: (\d+) sequences, (\d+) operations \((\{.*\})\)", out, re.MULTILINE)
+    sequences, operations, kinds = 0, 0, Counter[str]()
+    if summary:
+        sequences, operations = int(summary.group(1)), int(summary.group(2))
+        kinds = Counter(ast.literal_eval(summary.group(3)))
+    if run.returncode == 0:
+        return sequences, operations, kinds, None, seconds
+    noise = ("state.checks_agree_with_the_oracle()", "state.deployed_tables_have_their_statement()")
+    lines = [line[1:].strip() for line in out.splitlines() if line.startswith("E ")]
+    failing = [line for line in lines if not line.startswith("state") and "Falsifying" not in line][:6]
+    steps = [line for line in lines if line.startswith("state") and not line.endswith(noise)]
+    return sequences, operations, kinds, "\n".join(failing + steps) or out[-3000:], seconds
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=100)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=1, help="pytest runs, each with its own seed")
+    parser.add_argument("--seed", type=int, default=2500, help="round n (n > 0) runs with seed + n")
+    parser.add_argument("--pending", nargs="?", const="1", default="",
+                        help="also the operations whose fix is not merged: all, or a list such as files,lease")
+    parser.add_argument("--no-shrink", action="store_true", help="print counterexamples unshrunk (faster)")
+    parser.add_argument("--check-every", type=int, default=1, help="run the checks after every n-th operation")
     args = parser.parse_args()
-    env = {**os.environ, "SL_MODEL_EXAMPLES": str(args.examples), "SL_MODEL_STEPS": str(args.steps)}
+    total_sequences, total_operations, total_kinds = 0, 0, Counter[str]()
+    counterexamples: list[str] = []
     started = time.monotonic()
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider",
-                          "tests/model/test_exactly_once.py::test_every_sink_equals_the_oracle_after_random_deployments"],
-                         cwd=ROOT, env=env, capture_output=True, text=True)
-    out = run.stdout + run.stderr
-    lines = [line for line in out.splitlines() if line.startswith("model:") or "Falsifying" in line
-             or line.strip().startswith("state.") or line.startswith("E ")]
-    print("\n".join(lines) or out[-3000:])
-    verdict = "no counterexample" if run.returncode == 0 else "COUNTEREXAMPLE"
-    print(f"wall {time.monotonic() - started:.0f} s, {verdict}")
-    return run.returncode
+    for number in range(args.rounds):
+        sequences, operations, kinds, counterexample, seconds = one_round(number, args)
+        total_sequences += sequences
+        total_operations += operations
+        total_kinds += kinds
+        verdict = "no counterexample" if counterexample is None else "COUNTEREXAMPLE"
+        print(f"round {number}: {sequences} sequences, {operations} operations, {seconds:.0f} s, {verdict}")
+        if counterexample is not None:
+            counterexamples.append(counterexample)
+            print("  " + counterexample.replace("\n", "\n  "))
+        sys.stdout.flush()
+    print(f"model: {total_sequences} sequences, {total_operations} operations; by kind:")
+    for kind, n in sorted(total_kinds.items(), key=lambda item: -item[1]):
+        print(f"  {kind:42} {n}")
+    print(f"counterexamples found: {len(counterexamples)} in {args.rounds} rounds "
+          f"(pending operations: {args.pending or 'none'}); wall {time.monotonic() - started:.0f} s")
+    return 1 if counterexamples else 0
 
 
 if __name__ == "__main__":

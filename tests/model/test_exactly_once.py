@@ -1,19 +1,30 @@
 """Model-based test of the deployment core (hypothesis.stateful) over a real local service.
 
-A small synthetic project in git: a raw append topic, a stateless source whose SQL changes
-(`amount * m`), a stateless filter, and a stateful aggregate (upsert) whose SQL changes too
-(`COUNT(*) * w`). Random sequences insert raw records, commit SQL changes, deploy a table (a changed
-source is recreated and so is every deployed child), run what the git sensor runs (the commits since
-its cursor: the stateless change replaced in place from the old statement's offsets, the stateful
-one deployed as a new version beside the serving one), promote or roll back that candidate, and
-stop statements. At the end of each sequence every table is deployed once more (stopped statements
-are resumed, nothing recreated), a re-plan is empty, the service catches up, and every serving
-table and candidate must equal the oracle: a plain-Python evaluation of the SQL each stretch of the
-raw topic was processed with, never computed by the engine under test. No key is duplicated, no
-row lost, and every run's verdict told the truth (a run that raised would fail the test).
+A small synthetic project in git: a raw append topic and a raw upsert topic; a stateless source whose
+SQL changes (`amount * m`, and once an added nullable column `doubled`), a stateless filter, a keyed
+stateless projection (order_amounts: the table closed-window backfills may rewrite), a stateful
+aggregate (upsert) whose SQL changes too (`COUNT(*) * w`), and a source over the upsert topic.
+Random sequences insert raw records and upserts, commit SQL changes, deploy a table (a changed source
+is recreated and so is every deployed child), run what the git sensor runs (the commits since its
+cursor: stateless compatible changes replaced in place from the old statement's offsets, the stateful
+one deployed as a new version beside the serving one), promote or roll back that candidate, stop
+statements, and walk the paths issue 25 found broken: an emptied or deleted DDL/DML file and its
+restoration, a misspelt parent committed, a closed-window backfill, a deployment killed while it holds
+the lease, the service restarted mid-deployment, a deploy excluding the sources.
 
-The suite runs a fixed seed set, bounded; `SL_MODEL_EXAMPLES=200 pytest -m model` or
-`python bench/bench_model.py` explores more.
+The oracle is a plain-Python evaluation of the SQL each stretch of the raw topics was processed with,
+never computed by the engine under test. After operations the pipeline catches up and: no table holds
+fewer rows than before unless the model recreated it, every table the model judges equals the oracle,
+and every check `shift-left-dagster check` runs gives the oracle's verdict (no false red, no false
+green). Every run's outcome (success, refusal at plan time) is the model's prediction; a run that
+raised where none was predicted fails the test. At the end of each sequence every table is deployed
+once more (stopped statements are resumed, nothing recreated), a re-plan is empty, and every serving
+table and candidate equals the oracle with no duplicated key.
+
+Operations whose intended behaviour is not merged yet run with SL_MODEL_PENDING=1 (or a list of the
+fixes they wait for, see FIXES). CI runs a fixed seed set, bounded, plus a walk through every
+operation; `python bench/bench_model.py` explores more (several seeds, checks after every operation,
+`--pending`).
 """
 
 from __future__ import annotations
@@ -24,11 +35,13 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections import Counter
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -39,72 +52,153 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from shift_left_dagster.checks import ChecksSettings, LocalSinkReader, find_dml_statements, run_checks
+from shift_left_dagster.checks.models import CheckName
+from shift_left_dagster.deploy.backfill import BackfillRefused
 from shift_left_dagster.deploy.deployment import Deployer
 from shift_left_dagster.deploy.live import LiveState
 from shift_left_dagster.deploy.naming import versioned_name
 from shift_left_dagster.deploy.plan import Action, PlanError
 from shift_left_dagster.local.process import InProcessService
+from shift_left_dagster.local.reader import LocalData
 from shift_left_dagster.project.config import local_defaults
 from shift_left_dagster.project.graph import ProjectGraph
-from shift_left_dagster.project.inventory import build_inventory
+from shift_left_dagster.project.inventory import ProjectError, build_inventory
 from tests.integration.support import client_for, quiesce, select
 
 pytestmark = [pytest.mark.service, pytest.mark.model]
 
-TABLES = ["src_orders", "big_orders", "customer_totals"]
+TABLES = ["src_orders", "big_orders", "customer_totals", "order_amounts", "src_tiers"]
 CUSTOMERS = ["ann", "bob", "cy"]
-EXAMPLES = int(os.environ.get("SL_MODEL_EXAMPLES", "15"))
-STEPS = int(os.environ.get("SL_MODEL_STEPS", "20"))
+EXAMPLES = int(os.environ.get("SL_MODEL_EXAMPLES", "4"))  # CI: bounded (see the walk for coverage)
+STEPS = int(os.environ.get("SL_MODEL_STEPS", "12"))
+# Operations whose intended behaviour the current code does not have yet, by the fix they wait for
+# (issue 25 Build 1-5). SL_MODEL_PENDING=1 enables them all; SL_MODEL_PENDING=files,lease only those.
+# Each gate goes once its fix is merged.
+FIXES = {"files": "Build 1: a missing/empty file makes a broken table, never a removal",
+         "code_versions": "Build 2: checks compare each stretch with the code version that wrote it",
+         "lease": "Build 3: a dead holder's lease is taken over at once",
+         "one_plan_builder": "Build 4: the git and backfill paths make deploy's refusals",
+         "exclude": "Build 5: exclude as a dbt user reads it"}
+_PENDING = os.environ.get("SL_MODEL_PENDING", "")
+ENABLED = set(FIXES) if _PENDING == "1" else {name for name in _PENDING.split(",") if name}
+assert ENABLED <= set(FIXES), f"SL_MODEL_PENDING names unknown fixes: {sorted(ENABLED - set(FIXES))}"
+
+
+def pending(fix: str) -> bool:
+    """Whether the operations waiting for `fix` run (see FIXES)."""
+    return fix in ENABLED
+# The checks run after every operation in a long run (bench/bench_model.py); CI runs them after every
+# CHECK_EVERY-th operation and after every operation issue 25 added (a check costs seconds on 2 cores).
+CHECK_EVERY = int(os.environ.get("SL_MODEL_CHECK_EVERY", "3"))
+ALWAYS_CHECKED = {"sensor_run_deploys_the_commits", "break_and_restore_a_file", "commit_a_typo_in_a_parent_name",
+                  "backfill_a_deployed_table", "backfill_a_table_not_deployed", "kill_a_deployment_holding_the_lease",
+                  "restart_the_service_mid_deployment", "commit_a_broken_file_then_its_restoration",
+                  "deploy_excluding_the_sources"}
+DEAD_HOLDER_WAIT = 30.0  # the most any command may wait on the lease of a killed deployment
 
 DDL = {
-    "src_orders": "CREATE TABLE src_orders (id INT, customer STRING, amount INT)",
+    "src_orders": "CREATE TABLE src_orders (id INT, customer STRING, amount INT{extra})",
     "big_orders": "CREATE TABLE big_orders (id INT, customer STRING, amount INT)",
     "customer_totals": ("CREATE TABLE customer_totals (customer STRING, total BIGINT, orders BIGINT, "
                         "PRIMARY KEY (customer) NOT ENFORCED)"),
+    "order_amounts": "CREATE TABLE order_amounts (id INT, amount INT, PRIMARY KEY (id) NOT ENFORCED)",
+    "src_tiers": "CREATE TABLE src_tiers (customer STRING, tier INT, PRIMARY KEY (customer) NOT ENFORCED)",
 }
 DML = {
-    "src_orders": "INSERT INTO src_orders SELECT id, customer, amount * {m} AS amount FROM raw_orders",
+    "src_orders": "INSERT INTO src_orders SELECT id, customer, amount * {m} AS amount{extra} FROM raw_orders",
     "big_orders": "INSERT INTO big_orders SELECT id, customer, amount FROM src_orders WHERE amount > 5",
     "customer_totals": ("INSERT INTO customer_totals SELECT customer, CAST(SUM(amount) AS BIGINT) AS total, "
                         "COUNT(*) * {w} AS orders FROM src_orders GROUP BY customer"),
+    "order_amounts": "INSERT INTO order_amounts SELECT id, amount + 1 AS amount FROM src_orders",
+    "src_tiers": "INSERT INTO src_tiers SELECT customer, tier FROM raw_tiers",
 }
+EXTRA_DDL, EXTRA_DML = ", doubled INT", ", amount * 2 AS doubled"  # the added nullable column
+TYPO_DML = "INSERT INTO big_orders SELECT id, customer, amount\nFROM src_ordres WHERE amount > 5"  # line 2
 FOLDERS = {"src_orders": "sources/m/src_orders", "big_orders": "intermediates/m/big_orders",
-           "customer_totals": "facts/m/customer_totals"}
-TOTALS = "customer_totals"
+           "customer_totals": "facts/m/customer_totals", "order_amounts": "intermediates/m/order_amounts",
+           "src_tiers": "sources/m/src_tiers"}
+TOTALS, AMOUNTS, TIERS = "customer_totals", "order_amounts", "src_tiers"
+ORDERS = {"src_orders", "big_orders", TOTALS, AMOUNTS}  # everything the raw_orders topic feeds
+PARENT = {"big_orders": "src_orders", TOTALS: "src_orders", AMOUNTS: "src_orders"}
+RAW_DDL = {
+    "raw_orders": "CREATE TABLE raw_orders (id INT, customer STRING, amount INT)",
+    "raw_tiers": ("CREATE TABLE raw_tiers (customer STRING, tier INT, PRIMARY KEY (customer) NOT ENFORCED) "
+                  "WITH ('changelog.mode' = 'upsert')"),
+}
 
 
-def write_project(root: Path, multiplier: int, weight: int) -> None:
-    for table, folder in FOLDERS.items():
-        scripts = root / "pipelines" / folder / "sql-scripts"
-        scripts.mkdir(parents=True, exist_ok=True)
-        (scripts / f"ddl.{table}.sql").write_text(DDL[table])
-        (scripts / f"dml.{table}.sql").write_text(DML[table].format(m=multiplier, w=weight))
+def script(root: Path, table: str, kind: str) -> Path:
+    return root / "pipelines" / FOLDERS[table] / "sql-scripts" / f"{kind}.{table}.sql"
 
 
-def source_rows(raw: list[tuple[int, str, int]], segments: list[tuple[int, int]]) -> list[tuple[int, str, int]]:
-    """src_orders from its SQL alone: `segments` = (first raw record, multiplier), the source SQL that
-    processed each stretch of the raw topic (one after a (re)deployment, one more per in-place change)."""
-    def multiplier(index: int) -> int:
-        return next(m for start, m in reversed(segments) if start <= index)
+def write_project(root: Path, multiplier: int, weight: int, extra: bool = False) -> None:
+    for table in FOLDERS:
+        script(root, table, "ddl").parent.mkdir(parents=True, exist_ok=True)
+        script(root, table, "ddl").write_text(DDL[table].format(extra=EXTRA_DDL if extra else ""))
+        script(root, table, "dml").write_text(DML[table].format(m=multiplier, w=weight,
+                                                               extra=EXTRA_DML if extra else ""))
 
-    return [(i, c, a * multiplier(n)) for n, (i, c, a) in enumerate(raw)]
+
+def source_rows(raw: list[tuple[int, str, int]], segments: list[tuple[int, int, bool]]) -> list[tuple]:
+    """src_orders from its SQL alone: `segments` = (first raw record, multiplier, added column), the source
+    SQL that processed each stretch of the raw topic (one after a (re)deployment, one more per in-place
+    change). Once the table has the added column, rows written before it was added hold NULL there."""
+    def code(index: int) -> tuple[int, bool]:
+        return next((m, extra) for start, m, extra in reversed(segments) if start <= index)
+
+    widened = segments[-1][2]
+    result: list[tuple] = []
+    for n, (i, c, a) in enumerate(raw):
+        m, extra = code(n)
+        result.append((i, c, a * m, a * 2 if extra else None) if widened else (i, c, a * m))
+    return result
 
 
-def totals_rows(src: list[tuple[int, str, int]], weight: int) -> list[tuple]:
+def totals_rows(src: list[tuple], weight: int) -> list[tuple]:
     totals: dict[str, list[int]] = {}
-    for _, customer, amount in src:
+    for _, customer, amount, *_extra in src:
         totals.setdefault(customer, [0, 0])
         totals[customer][0] += amount
         totals[customer][1] += 1
     return [(c, t, n * weight) for c, (t, n) in totals.items()]
 
 
+def tier_rows(upserts: list[tuple[str, int]]) -> list[tuple]:
+    """An upsert topic read as a table: the latest value of each key."""
+    return list(dict(upserts).items())
+
+
 def rows(found: list[tuple]) -> list[tuple]:
-    return sorted((tuple(str(v) for v in row) for row in found), key=repr)
+    """Rows as the results endpoint encodes them (values as strings, NULL as None), sorted."""
+    return sorted((tuple(None if v is None else str(v) for v in row) for row in found), key=repr)
 
 
 def statement(physical: str) -> str:
     return f"local-m-dml-{physical.replace('_', '-')}"
+
+
+# A deployment in a process of its own (holder host:pid, as the CLI), killed by the test once planned.
+KILLED_DEPLOYMENT = """
+import sys
+from pathlib import Path
+from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.checks import ChecksSettings, LocalSinkReader, find_dml_statements, run_checks
+from shift_left_dagster.checks.models import CheckName
+from shift_left_dagster.deploy.backfill import BackfillRefused
+from shift_left_dagster.deploy.deployment import Deployer
+from shift_left_dagster.project.config import local_defaults
+from shift_left_dagster.project.graph import ProjectGraph
+from shift_left_dagster.project.inventory import ProjectError, build_inventory
+root, url, table = sys.argv[1:4]
+config = local_defaults(url)
+graph = ProjectGraph(build_inventory(Path(root) / "pipelines", use_cache=False, strict=False))
+deployment = Deployer(client=ConfluentClient.from_config(config), graph=graph, config=config,
+                      settle_seconds=0.2, timeout=120).deploy([table])
+print("planned", flush=True)
+deployment.wait()
+print("done", flush=True)
+"""
 
 
 class DeploymentModel(RuleBasedStateMachine):
@@ -113,25 +207,33 @@ class DeploymentModel(RuleBasedStateMachine):
     Its predictions never read the plan: deploying `src_orders` makes it run the SQL in the files
     (changed code recreates it and every deployed child, from their files), deploying a child deploys
     a missing source and leaves a deployed one as it runs; a sensor run replaces a changed source in
-    place from its offsets and deploys a changed aggregate as a new version beside the serving one;
-    promotion makes the candidate serve, rollback removes it; recreating a topic a candidate reads
-    is refused.
+    place from its offsets (a multiplier, or an added nullable column) and deploys a changed aggregate
+    as a new version beside the serving one; promotion makes the candidate serve, rollback removes it;
+    recreating a topic a candidate reads is refused. A broken file or a misspelt parent is refused at
+    plan time naming the file; a killed deployment or service leaves nothing a second deploy can not
+    converge from.
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.raw: list[tuple[int, str, int]] = []
-        self.multiplier, self.weight = 1, 1  # in git now
-        self.cursor_multiplier, self.cursor_weight = 1, 1  # at the sensor's cursor
-        self.segments: list[tuple[int, int]] = []  # src_orders (empty: not deployed)
+        self.tiers: list[tuple[str, int]] = []  # upserts of the raw_tiers topic, in order
+        self.multiplier, self.weight, self.extra = 1, 1, False  # in git now
+        self.cursor_multiplier, self.cursor_weight, self.cursor_extra = 1, 1, False  # at the sensor's cursor
+        self.segments: list[tuple[int, int, bool]] = []  # src_orders (empty: not deployed)
         self.serving: dict[str, int] = {}  # table -> serving version (deployed tables)
         self.totals_weight = 1  # the weight the serving customer_totals runs with
         self.candidate: tuple[int, int] | None = None  # (version, weight) of a customer_totals candidate
         self.stopped: set[str] = set()
+        self.floor: dict[str, int] = {}  # rows each table held at the last look (a floor unless recreated)
         self.operations = 0
+        self.last_rule = ""
+        self.check_every = CHECK_EVERY
 
-    @initialize()
-    def start_service(self) -> None:
+    @initialize(pipeline_first=st.booleans())
+    def start_service(self, pipeline_first: bool = False) -> None:
+        """A fresh service and project; `pipeline_first`: src_orders and big_orders deployed before any
+        operation (so the sensor, stop and promotion paths are reached in short CI sequences too)."""
         self.root = Path(tempfile.mkdtemp(prefix="sl-model-"))
         write_project(self.root, self.multiplier, self.weight)
         self.git("init", "-q", "-b", "main")
@@ -141,25 +243,37 @@ class DeploymentModel(RuleBasedStateMachine):
         self.service = InProcessService(self.root / "data", spark_factory=_SPARK[0]).start()
         self.client = client_for(self.service.url)
         self.client.settings.poll.initial = self.client.settings.poll.step = 0.05
-        self.client.create_statement("raw-ddl", "CREATE TABLE raw_orders (id INT, customer STRING, amount INT)")
-        self.client.wait_for_phase("raw-ddl", {"COMPLETED"}, 60)
+        for topic, ddl in RAW_DDL.items():
+            self.client.create_statement(f"{topic.replace('_', '-')}-ddl", ddl)
+            self.client.wait_for_phase(f"{topic.replace('_', '-')}-ddl", {"COMPLETED"}, 60)
+        if pipeline_first:
+            self.deploy_and_predict("big_orders")
 
     def count(self) -> None:
         self.operations += 1
-        _KINDS[sys._getframe(1).f_code.co_name] += 1
+        self.last_rule = sys._getframe(1).f_code.co_name
+        _KINDS[self.last_rule] += 1
 
     def git(self, *args: str) -> str:
         return subprocess.run(["git", "-C", str(self.root), "-c", "user.email=m@m", "-c", "user.name=m", *args],
                               check=True, capture_output=True, text=True).stdout.strip()
 
-    def deployer(self, holder: str = "model") -> Deployer:
-        """`holder`: who deploys (a process, a Dagster run): two holders exclude each other by the lease."""
-        graph = ProjectGraph(build_inventory(self.root / "pipelines", use_cache=False))
+    def deployer(self, holder: str = "model", lease_wait_seconds: float = 600.0) -> Deployer:
+        """`holder`: who deploys (a process, a Dagster run): two holders exclude each other by the lease.
+        The project is loaded as users' paths load it (CLI, Dagster): a broken file leaves its table out."""
+        graph = ProjectGraph(build_inventory(self.root / "pipelines", use_cache=False, strict=False))
         return Deployer(client=self.client, graph=graph, config=local_defaults(self.service.url),
-                        settle_seconds=0.2, timeout=120, holder=holder)
+                        settle_seconds=0.2, timeout=120, holder=holder, lease_wait_seconds=lease_wait_seconds)
 
     def physical(self, table: str) -> str:
         return versioned_name(table, self.serving.get(table, 1))
+
+    def source_changed(self) -> bool:
+        """src_orders is deployed with other code than git's (a deploy recreates it)."""
+        return bool(self.segments) and self.segments[-1][1:] != (self.multiplier, self.extra)
+
+    def statement_names(self) -> set[str]:
+        return {s.name for s in self.client.list_statements()}
 
     # -- operations -------------------------------------------------------------------------
 
@@ -174,48 +288,88 @@ class DeploymentModel(RuleBasedStateMachine):
         self.raw += rows_
         self.count()
 
-    @precondition(lambda self: self.multiplier == self.cursor_multiplier)  # one pending change at a time
+    @rule(upserts=st.lists(st.tuples(st.sampled_from(CUSTOMERS), st.integers(min_value=0, max_value=3)),
+                           min_size=1, max_size=2))
+    def upsert_raw_tiers(self, upserts: list[tuple[str, int]]) -> None:
+        """The upsert raw topic beside the append one: a key written again replaces its value."""
+        name = f"tiers-upsert-{len(self.tiers)}"
+        values = ", ".join(f"('{c}', {t})" for c, t in upserts)
+        self.client.create_statement(name, f"INSERT INTO raw_tiers VALUES {values}")
+        self.client.wait_for_phase(name, {"COMPLETED"}, 60)
+        self.tiers += upserts
+        self.count()
+
+    def no_source_change_pending(self) -> bool:
+        return (self.multiplier, self.extra) == (self.cursor_multiplier, self.cursor_extra)
+
+    @precondition(lambda self: self.no_source_change_pending())  # one pending change at a time
     @rule()
     def commit_source_change(self) -> None:
         self.multiplier = 3 - self.multiplier  # 1 <-> 2: a one-token stateless change
-        write_project(self.root, self.multiplier, self.weight)
+        write_project(self.root, self.multiplier, self.weight, self.extra)
         self.git("commit", "-qam", f"multiplier {self.multiplier}")
+        self.count()
+
+    @precondition(lambda self: self.no_source_change_pending() and not self.extra)
+    @rule()
+    def commit_added_column(self) -> None:
+        """A nullable column added to src_orders' DDL and DML: compatible, replaced in place by a sensor run."""
+        self.extra = True
+        write_project(self.root, self.multiplier, self.weight, self.extra)
+        self.git("commit", "-qam", "add column doubled")
         self.count()
 
     @precondition(lambda self: self.weight == self.cursor_weight)
     @rule()
     def commit_aggregate_change(self) -> None:
         self.weight = 11 - self.weight  # 1 <-> 10: a stateful change, breaking
-        write_project(self.root, self.multiplier, self.weight)
+        write_project(self.root, self.multiplier, self.weight, self.extra)
         self.git("commit", "-qam", f"weight {self.weight}")
         self.count()
 
     @rule(table=st.sampled_from(TABLES))
     def deploy(self, table: str) -> None:
-        source_recreated = bool(self.segments) and table == "src_orders" and self.segments[-1][1] != self.multiplier
-        if source_recreated and self.candidate is not None:
-            with pytest.raises(PlanError, match="promote or roll back the candidate first"):
-                self.deployer().deploy([table])
-            self.count()
-            return
-        self.deployer().deploy([table]).wait()  # raises when a step fails or a statement is unhealthy
-        self.predict_deploy(table)
+        self.deploy_and_predict(table)
         self.count()
+
+    def deploy_and_predict(self, table: str, deployer: Deployer | None = None) -> None:
+        if table == "src_orders" and self.source_changed() and self.candidate is not None:
+            with pytest.raises(PlanError, match="promote or roll back the candidate first"):
+                (deployer or self.deployer()).deploy([table])
+            return
+        (deployer or self.deployer()).deploy([table]).wait()  # raises when a step fails or is unhealthy
+        self.predict_deploy(table)
 
     def predict_deploy(self, table: str) -> None:
         """What deploying `table` does to the model."""
-        source_recreated = bool(self.segments) and table == "src_orders" and self.segments[-1][1] != self.multiplier
+        if table == TIERS:
+            if TIERS not in self.serving:
+                self.recreated(TIERS)
+            self.serving.setdefault(TIERS, 1)
+            self.stopped.discard(TIERS)
+            return
+        source_recreated = table == "src_orders" and self.source_changed()
         if not self.segments or source_recreated:
-            self.segments = [(0, self.multiplier)]  # (re)created: reprocesses the raw topic from earliest
+            self.segments = [(0, self.multiplier, self.extra)]  # (re)created: reprocesses raw from earliest
             self.serving.setdefault("src_orders", 1)
+            self.recreated("src_orders")
         if source_recreated:  # every deployed child is recreated too, from its files, running again
             if TOTALS in self.serving:
                 self.totals_weight = self.weight
-            self.stopped.clear()
+            for child in ORDERS & set(self.serving):
+                self.recreated(child)
+            self.stopped -= ORDERS
         if table == TOTALS and (TOTALS not in self.serving or self.totals_weight != self.weight):
             self.totals_weight = self.weight  # deployed, or its code changed: recreated
+            self.recreated(TOTALS)
+        if table not in self.serving:
+            self.recreated(table)
         self.serving.setdefault(table, 1)
         self.stopped -= {table, "src_orders"}
+
+    def recreated(self, table: str) -> None:
+        """The model predicts `table` starts over (rows may drop until it caught up)."""
+        self.floor.pop(table, None)
 
     @precondition(lambda self: self.candidate is None)
     @rule(first=st.sampled_from(TABLES), second=st.sampled_from(TABLES))
@@ -243,24 +397,41 @@ class DeploymentModel(RuleBasedStateMachine):
     @precondition(lambda self: bool(set(self.serving) - self.stopped))
     @rule(data=st.data())
     def stop_statement(self, data: st.DataObject) -> None:
-        table = data.draw(st.sampled_from(sorted(set(self.serving) - self.stopped)))
-        self.client.stop_statement(statement(self.physical(table)), timeout=60)
-        self.stopped.add(table)
+        self.stop(data.draw(st.sampled_from(sorted(set(self.serving) - self.stopped))))
         self.count()
 
-    @precondition(lambda self: "src_orders" in self.serving and not self.stopped)
+    def stop(self, table: str) -> None:
+        self.client.stop_statement(statement(self.physical(table)), timeout=60)
+        self.stopped.add(table)
+
+    def sensor_may_run(self) -> bool:
+        return "src_orders" in self.serving and not self.stopped
+
+    def column_already_deployed(self) -> bool:
+        """The added column is committed past the sensor's cursor, but a deploy already recreated src_orders
+        with it (a user deployed the commit before the sensor ran)."""
+        return self.cursor_extra != self.extra and bool(self.segments) and self.segments[-1][2]
+
+    @precondition(lambda self: self.sensor_may_run()
+                  and (pending("one_plan_builder") or not self.column_already_deployed()))
     @rule()
     def sensor_run_deploys_the_commits(self) -> None:
-        """What the git sensor's run does with the commits since its cursor."""
+        """What the git sensor's run does with the commits since its cursor. A source change a deploy already
+        made (the source runs git's code) leaves it alone (pending one_plan_builder: today the sensor plans
+        from the diff alone, so it swaps in the same SQL again, and an added column already there fails
+        its ALTER TABLE ADD: "Column 'doubled' already exists", found by bench_model's round 0)."""
         assert quiesce(self.service.url)["quiet"]  # the change lands once the pipeline caught up
         head = self.git("rev-parse", "HEAD")
         deployment = self.deployer().deploy_commit(self.cursor, head)
         deployment.wait()
         actions = {(s.table, s.action) for s in deployment.plan.changes}
         expected = set()
-        if self.cursor_multiplier != self.multiplier:  # stateless: replaced in place from its offsets
+        if self.source_changed():  # stateless, compatible: replaced in place from its offsets
             expected.add(("src_orders", Action.REPLACE_IN_PLACE))
-            self.segments.append((len(self.raw), self.multiplier))
+            self.segments.append((len(self.raw), self.multiplier, self.extra))
+        elif not self.no_source_change_pending() and not pending("one_plan_builder"):
+            expected.add(("src_orders", Action.REPLACE_IN_PLACE))  # today: the same SQL swapped in again
+            self.segments.append((len(self.raw), self.multiplier, self.extra))
         if self.cursor_weight != self.weight:  # stateful: a new version beside the serving one
             expected.add((TOTALS, Action.DEPLOY))
             if TOTALS in self.serving:
@@ -268,7 +439,8 @@ class DeploymentModel(RuleBasedStateMachine):
             else:
                 self.serving[TOTALS], self.totals_weight = 1, self.weight
         assert actions == expected, (actions, expected)
-        self.cursor, self.cursor_multiplier, self.cursor_weight = head, self.multiplier, self.weight
+        self.cursor, self.cursor_multiplier, self.cursor_weight, self.cursor_extra = (
+            head, self.multiplier, self.weight, self.extra)
         self.count()
 
     @precondition(lambda self: self.candidate is not None)
@@ -279,10 +451,197 @@ class DeploymentModel(RuleBasedStateMachine):
             self.deployer().promote().wait()
             self.serving[TOTALS], self.totals_weight = self.candidate
             self.stopped.discard(TOTALS)
+            self.recreated(TOTALS)  # another physical table serves now
         else:
             self.deployer().rollback().wait()
         self.candidate = None
         self.count()
+
+    # -- what broke on users' paths (issue 25) ------------------------------------------------
+
+    @rule(table=st.sampled_from(TABLES), kind=st.sampled_from(["ddl", "dml"]),
+          how=st.sampled_from(["empty", "delete"] if pending("files") else ["empty"]), reader=st.booleans())
+    def break_and_restore_a_file(self, table: str, kind: str, how: str, reader: bool) -> None:
+        """A table's DDL or DML file emptied or deleted (its folder kept): the table is broken, so a deploy of
+        it, or of a table reading it, is refused at plan time naming the file, and nothing is touched;
+        restoring the file makes it deployable again. (Deleting is pending: today a missing DML is read
+        as a table without DML and planned for recreate, issue 25 case 1.)"""
+        path = script(self.root, table, kind)
+        readers = sorted(t for t, parent in PARENT.items() if parent == table)
+        target = readers[0] if reader and readers else table
+        text = path.read_text()
+        if how == "delete":
+            path.unlink()
+        else:
+            path.write_text("")
+        before = self.statement_names()
+        try:
+            with pytest.raises((PlanError, ProjectError)) as refused:
+                self.deployer().deploy([target])
+        finally:
+            path.write_text(text)
+        assert str(path.relative_to(self.root)) in str(refused.value), (target, str(refused.value))
+        assert self.statement_names() == before  # nothing created, nothing removed
+        self.deploy_and_predict(target)  # the restored file: deployable again
+        self.count()
+
+    @precondition(lambda self: self.sensor_may_run() and self.no_source_change_pending()
+                  and self.weight == self.cursor_weight)
+    @rule(table=st.sampled_from(TABLES), kind=st.sampled_from(["ddl", "dml"]),
+          how=st.sampled_from(["empty", "delete"] if pending("files") else ["empty"]))
+    def commit_a_broken_file_then_its_restoration(self, table: str, kind: str, how: str) -> None:
+        """Through git, a broken file is no removal: the sensor's run over that commit is refused naming
+        the file (or changes nothing), undeploys nothing; the commit restoring it leaves nothing to do.
+        (Deleting is pending: today the sensor plans an undeploy of the table, case 1.)"""
+        path = script(self.root, table, kind)
+        text = path.read_text()
+        if how == "delete":
+            path.unlink()
+        else:
+            path.write_text("")
+        self.git("add", "-A", "pipelines")
+        self.git("commit", "-qm", f"{how} {path.name}")
+        before = self.statement_names()
+        try:
+            deployment = self.deployer().deploy_commit(self.cursor, self.git("rev-parse", "HEAD"))
+        except (PlanError, ProjectError) as refused:
+            assert str(path.relative_to(self.root)) in str(refused), str(refused)
+        else:
+            assert not deployment.plan.changes, [(s.table, s.action.value) for s in deployment.plan.changes]
+            deployment.wait()
+        assert self.statement_names() == before
+        path.write_text(text)
+        self.git("add", "-A", "pipelines")
+        self.git("commit", "-qm", f"restore {path.name}")  # the cursor stays: the net change is none
+        self.count()
+
+    @rule(via_git=st.booleans() if pending("one_plan_builder") else st.just(False))
+    def commit_a_typo_in_a_parent_name(self, via_git: bool) -> None:
+        """`FROM src_ordres` committed in big_orders' DML: refused at plan time naming dml file:line, on the
+        deploy path and on the git sensor's path alike, and nothing is created; then the fix is committed.
+        (The sensor's path is pending: today it plans big_orders_v2 and fails at run time, case 4.)"""
+        path = script(self.root, "big_orders", "dml")
+        path.write_text(TYPO_DML)
+        self.git("commit", "-qam", "typo in a parent's name")
+        before = self.statement_names()
+        where = f"{path.relative_to(self.root)}:2"
+        try:
+            with pytest.raises(PlanError) as refused:
+                if via_git:
+                    self.deployer().deploy_commit(self.cursor, self.git("rev-parse", "HEAD"))
+                else:
+                    self.deployer().deploy(["big_orders"])
+            assert where in str(refused.value), (where, str(refused.value))
+            assert self.statement_names() == before
+        finally:
+            write_project(self.root, self.multiplier, self.weight, self.extra)
+            self.git("commit", "-qam", "fix the typo")
+        self.count()
+
+    def backfill_window(self) -> tuple[datetime, datetime]:
+        """A closed window holding every record so far: rewriting it with the same SQL changes nothing."""
+        end = datetime.now(UTC)
+        return end - timedelta(hours=2), end
+
+    @precondition(lambda self: AMOUNTS in self.serving and not self.stopped & {"src_orders", AMOUNTS})
+    @rule()
+    def backfill_a_deployed_table(self) -> None:
+        """A closed-window backfill of the keyed stateless table: its upserts rewrite the same keys with
+        the same values (running twice = once), so the oracle is unchanged and the run succeeds."""
+        deployment = self.deployer().backfill([AMOUNTS], *self.backfill_window())
+        assert {(s.table, s.action) for s in deployment.plan.changes} == {(AMOUNTS, Action.BACKFILL)}
+        deployment.wait()
+        self.count()
+
+    @precondition(lambda self: pending("one_plan_builder") and AMOUNTS not in self.serving and self.candidate is None
+                  and not self.stopped & {"src_orders"} and not self.source_changed())
+    @rule()
+    def backfill_a_table_not_deployed(self) -> None:
+        """A backfill of a table never deployed: either refused at plan time (nothing created), or the plan
+        deploys it first, visibly, and the run succeeds; never a run-time failure (pending: today the
+        window is planned alone and fails with "Table ... does not exist", case 4)."""
+        before = self.statement_names()
+        try:
+            deployment = self.deployer().backfill([AMOUNTS], *self.backfill_window())
+        except (PlanError, BackfillRefused):
+            assert self.statement_names() == before
+        else:
+            steps = [(s.table, s.action) for s in deployment.plan.changes]
+            assert (AMOUNTS, Action.DEPLOY) in steps and steps.index((AMOUNTS, Action.DEPLOY)) < steps.index(
+                (AMOUNTS, Action.BACKFILL)), steps
+            deployment.wait()
+            self.predict_deploy(AMOUNTS)
+        self.count()
+
+    @precondition(lambda self: pending("lease") and self.candidate is None)
+    @rule(table=st.sampled_from(TABLES), delay=st.sampled_from([0.0, 0.3, 1.0]))
+    def kill_a_deployment_holding_the_lease(self, table: str, delay: float) -> None:
+        """kill -9 of a deployment process after it planned (it holds the lease), then deploy again: the dead
+        holder's lease is taken over within 30 s, and the deployment converges to what one deploy predicts
+        (pending: today the lease waits for a 3600 s staleness, case 3)."""
+        process = subprocess.Popen([sys.executable, "-c", KILLED_DEPLOYMENT, str(self.root), self.service.url, table],
+                                   stdout=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout is not None
+            first = process.stdout.readline().strip()
+            assert first == "planned", first
+            time.sleep(delay)
+        finally:
+            process.kill()  # SIGKILL
+            process.wait(30)
+        started = time.monotonic()
+        deployment = self.deployer("after-kill", lease_wait_seconds=DEAD_HOLDER_WAIT).deploy([table])
+        assert time.monotonic() - started < DEAD_HOLDER_WAIT, "waited on a dead holder's lease"
+        deployment.wait()
+        self.predict_deploy(table)
+        self.count()
+
+    @precondition(lambda self: self.candidate is None)
+    @rule(table=st.sampled_from(TABLES), delay=st.sampled_from([0.0, 0.3, 1.0]))
+    def restart_the_service_mid_deployment(self, table: str, delay: float) -> None:
+        """The service stops under a running deployment and starts again on the same data and port: the
+        deployment ends (either way) within its timeout, and deploying again converges with nothing lost
+        or duplicated. (An in-process service: its HTTP server and engine stop abruptly mid-tick; a SIGKILL
+        of a service process is tests/integration/test_service_process.py's.)"""
+        outcome: list[BaseException | None] = []
+
+        def deploy() -> None:
+            try:
+                self.deployer().deploy([table]).wait()
+                outcome.append(None)
+            except BaseException as error:  # noqa: BLE001 - either outcome is allowed; a hang is not
+                outcome.append(error)
+
+        thread = threading.Thread(target=deploy)
+        thread.start()
+        time.sleep(delay)
+        self.service.stop()
+        self.service = InProcessService(self.root / "data", port=self.service.port, spark_factory=_SPARK[0]).start()
+        thread.join(timeout=300)
+        assert not thread.is_alive(), "a deployment hung across a service restart"
+        self.deploy_and_predict(table)
+        self.count()
+
+    @precondition(lambda self: pending("exclude") and self.candidate is None)
+    @rule(table=st.sampled_from(sorted(ORDERS - {"src_orders"})))
+    def deploy_excluding_the_sources(self, table: str) -> None:
+        """What an asset defined with `exclude=["src_*"]` runs (issue 25, Build 5): an excluded table is never
+        deployed by it; a selected table whose excluded ancestor is not deployed is refused at plan time
+        naming that ancestor. (Pending: Deployer.deploy has no `exclude` yet; the call is written with the
+        keyword the lead's plan builder is to take.)"""
+        if "src_orders" not in self.serving:
+            before = self.statement_names()
+            with pytest.raises(PlanError, match="src_orders"):
+                self.deployer().deploy([table], exclude=["src_*"])  # type: ignore[call-arg]
+            assert self.statement_names() == before
+        else:
+            deployment = self.deployer().deploy([table], exclude=["src_*"])  # type: ignore[call-arg]
+            assert not [s for s in deployment.plan.changes if (s.table or "").startswith("src_")], deployment
+            deployment.wait()
+            self.predict_deploy(table)
+        self.count()
+
+    # -- invariants ---------------------------------------------------------------------------
 
     @invariant()
     def deployed_tables_have_their_statement(self) -> None:
@@ -290,6 +649,71 @@ class DeploymentModel(RuleBasedStateMachine):
             names = {s.name: s.phase for s in self.client.list_statements()}
             for table in self.serving:
                 assert names.get(statement(self.physical(table))) in ("RUNNING", "STOPPED"), (table, names)
+
+    def expected(self) -> dict[str, list[tuple]]:
+        """Every table's rows from the oracle (the SQL of each stretch over the raw topics)."""
+        src = source_rows(self.raw, self.segments) if self.segments else []
+        return {"src_orders": src, "big_orders": [r[:3] for r in src if r[2] > 5],
+                TOTALS: totals_rows(src, self.totals_weight), AMOUNTS: [(r[0], r[2] + 1) for r in src],
+                TIERS: tier_rows(self.tiers)}
+
+    @invariant()
+    def checks_agree_with_the_oracle(self) -> None:
+        """After every operation (but a raw insert, so deploys still meet records in flight): the pipeline
+        catches up, no table holds fewer rows than before unless the model recreated it, and every check
+        `shift-left-dagster check` runs gives the oracle's verdict: reconciled and unique_primary_key pass
+        exactly when the sink equals the oracle, schema_matches_ddl passes, statement_healthy passes exactly
+        when the statement is not stopped. A table whose own statement or parent is stopped is judged
+        only by statement_healthy (its sink is behind by design). Pending: see `other_code`."""
+        if not self.serving or self.last_rule in ("insert_raw_records", "upsert_raw_tiers"):
+            return
+        if self.operations % self.check_every and self.last_rule not in ALWAYS_CHECKED:
+            return
+        assert quiesce(self.service.url)["quiet"]
+        expected = self.expected()
+        equal: dict[str, bool] = {}
+        found: dict[str, list[tuple]] = {}
+        for table in self.serving:
+            actual = found[table] = select(self.client, f"SELECT * FROM `{self.physical(table)}`")
+            assert len(actual) >= self.floor.get(table, 0), (table, "lost rows", self.floor[table], len(actual))
+            self.floor[table] = len(actual)
+            equal[table] = actual == rows(expected[table])
+        judged = {t for t in self.serving if not self.stopped & {t, PARENT.get(t)}}
+        for outcome in self.checks():
+            table, check = outcome.table, CheckName(outcome.check)
+            if table in self.stopped:
+                if check == CheckName.STATEMENT_HEALTHY:
+                    assert not outcome.passed, (table, "STOPPED yet healthy", outcome.message)
+                continue
+            if table not in judged:
+                continue
+            if not pending("code_versions") and table in self.other_code().get(check, set()):
+                continue
+            truth = equal[table] if check in (CheckName.RECONCILED, CheckName.UNIQUE_PRIMARY_KEY) else True
+            assert outcome.passed == truth, (table, check.value, outcome.message, "sink equals oracle:", truth)
+        for table in judged:
+            assert equal[table], (table, "sink", found[table], "oracle", rows(expected[table]), self.segments)
+
+    def other_code(self) -> dict[CheckName, set[str]]:
+        """Checks that read git's code where the sink was written by another code version (pending: Build
+        2): reconciled recomputes the serving statement's SQL over all history, so a table replaced in
+        place is red on right data; schema_matches_ddl reads git's DDL, so a committed added column not
+        deployed yet is red (arguably drift; the model holds the sink to the code that wrote it)."""
+        in_place = {"src_orders"} if len(self.segments) > 1 else set()
+        column_pending = {"src_orders"} if self.segments and self.extra and not self.segments[-1][2] else set()
+        return {CheckName.RECONCILED: in_place, CheckName.SCHEMA_MATCHES_DDL: column_pending}
+
+    def checks(self) -> list:
+        """The checks of every deployed table, evaluated as `shift-left-dagster check` evaluates them."""
+        graph = ProjectGraph(build_inventory(self.root / "pipelines", use_cache=False, strict=False))
+        tables = [graph.tables[t] for t in sorted(self.serving)]
+        physical = {t: self.physical(t) for t in self.serving}
+        reader = LocalSinkReader(LocalData(self.service.data_dir, _SPARK[0]()))
+        try:
+            return run_checks(tables, reader, find_dml_statements(self.client, tables, "local", physical),
+                              ChecksSettings(catch_up_seconds=5.0), physical=physical)
+        finally:
+            reader.close()
 
     def teardown(self) -> None:
         try:
@@ -304,24 +728,22 @@ class DeploymentModel(RuleBasedStateMachine):
     def settle_and_compare(self) -> None:
         """Deploy every deployed table once more, check a re-plan changes nothing, catch up, compare."""
         for table in sorted(self.serving):
-            self.deploy(table)
+            self.deploy_and_predict(table)
         if self.candidate is None:
             replan = self.deployer().deploy(sorted(self.serving)).plan
             assert not replan.changes, [(s.table, s.action.value, s.reason) for s in replan.changes]
         assert quiesce(self.service.url)["quiet"]
-        src = source_rows(self.raw, self.segments)
-        expected = {"src_orders": src, "big_orders": [r for r in src if r[2] > 5],
-                    TOTALS: totals_rows(src, self.totals_weight)}
+        expected = self.expected()
         for table in self.serving:
             actual = select(self.client, f"SELECT * FROM `{self.physical(table)}`")
-            assert actual == rows(expected[table]), (table, self.segments, self.raw)
-            if table == TOTALS:
+            assert actual == rows(expected[table]), (table, self.segments, self.raw, self.tiers)
+            if table in (TOTALS, AMOUNTS, TIERS):
                 duplicated = [k for k, n in Counter(r[0] for r in actual).items() if n > 1]
                 assert not duplicated, duplicated
         if self.candidate is not None:
             version, weight = self.candidate
             actual = select(self.client, f"SELECT * FROM `{versioned_name(TOTALS, version)}`")
-            assert actual == rows(totals_rows(src, weight)), ("candidate", self.candidate, self.raw)
+            assert actual == rows(totals_rows(expected["src_orders"], weight)), ("candidate", self.candidate)
 
 
 _SPARK: list = []
@@ -330,13 +752,76 @@ _KINDS: Counter[str] = Counter()
 
 
 def test_every_sink_equals_the_oracle_after_random_deployments(spark) -> None:  # type: ignore[no-untyped-def]
+    """CI: a fixed seed set (derandomized), bounded; SL_MODEL_RANDOM=1 takes pytest's --hypothesis-seed
+    instead (bench/bench_model.py's rounds). The summary is printed whether or not a counterexample is found."""
     _SPARK[:] = [lambda: spark]
-    run_state_machine_as_test(DeploymentModel, settings=settings(
-        max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None, derandomize=True,
-        suppress_health_check=list(HealthCheck), database=None))
-    print(f"model: {len(_RUNS)} sequences, {sum(_RUNS)} operations ({dict(_KINDS)}), no counterexample")
-    for kind in ("sensor_run_deploys_the_commits", "stop_statement", "promote_or_rollback", "concurrent_deploys"):
-        assert _KINDS[kind], kind  # the fixed seeds reach every kind of operation
+    found = "no counterexample"
+    try:
+        run_state_machine_as_test(DeploymentModel, settings=settings(
+            max_examples=EXAMPLES, stateful_step_count=STEPS, deadline=None,
+            derandomize=os.environ.get("SL_MODEL_RANDOM") != "1",
+            phases=[phase for phase in Phase if phase != Phase.shrink or os.environ.get("SL_MODEL_SHRINK") != "0"],
+            suppress_health_check=list(HealthCheck), database=None))
+    except BaseException:
+        found = "a counterexample"
+        raise
+    finally:
+        print(f"model: {len(_RUNS)} sequences, {sum(_RUNS)} operations ({dict(_KINDS)}), {found}")
+    assert sum(_RUNS) >= EXAMPLES  # (every kind is reached by the walk below)
+
+
+# Every operation once, in an order that reaches each of them (a pending one names the fix it waits for).
+WALK: list[tuple[str, tuple, str | None]] = [
+    ("insert_raw_records", ([("ann", 7), ("bob", 3)],), None),
+    ("upsert_raw_tiers", ([("ann", 1), ("ann", 2), ("bob", 0)],), None),
+    ("backfill_a_table_not_deployed", (), "one_plan_builder"),
+    ("deploy", (TIERS,), None),
+    ("deploy", (AMOUNTS,), None),
+    ("backfill_a_deployed_table", (), None),
+    ("commit_added_column", (), None),
+    ("insert_raw_records", ([("cy", 9)],), None),
+    ("sensor_run_deploys_the_commits", (), None),  # the added column, in place
+    ("commit_source_change", (), None),
+    ("insert_raw_records", ([("cy", 4)],), None),
+    ("sensor_run_deploys_the_commits", (), None),  # amount * 2, in place
+    ("break_and_restore_a_file", ("src_orders", "ddl", "empty", True), None),
+    ("break_and_restore_a_file", ("big_orders", "dml", "empty", False), None),
+    ("break_and_restore_a_file", ("big_orders", "dml", "delete", False), "files"),
+    ("break_and_restore_a_file", ("src_orders", "ddl", "delete", True), "files"),
+    ("commit_a_broken_file_then_its_restoration", (AMOUNTS, "dml", "empty"), None),
+    ("commit_a_broken_file_then_its_restoration", (AMOUNTS, "dml", "delete"), "files"),
+    ("commit_a_typo_in_a_parent_name", (False,), None),
+    ("commit_a_typo_in_a_parent_name", (True,), "one_plan_builder"),
+    ("deploy", (TOTALS,), None),
+    ("commit_aggregate_change", (), None),
+    ("sensor_run_deploys_the_commits", (), None),  # COUNT(*) * 10: a candidate beside the serving one
+    ("promote_or_rollback", (True,), None),
+    ("stop", ("big_orders",), None),
+    ("restart_the_service_mid_deployment", ("big_orders", 0.3), None),
+    ("commit_source_change", (), None),
+    ("kill_a_deployment_holding_the_lease", ("src_orders", 0.3), "lease"),
+    ("deploy_excluding_the_sources", ("big_orders",), "exclude"),
+    ("concurrent_deploys", ("src_orders", TOTALS), None),
+]
+
+
+def test_a_walk_through_every_operation(spark) -> None:  # type: ignore[no-untyped-def]
+    """The same model driven through every operation once, invariants after each, so CI reaches each kind
+    whatever the random sequences above happen to draw."""
+    _SPARK[:] = [lambda: spark]
+    machine = DeploymentModel()
+    machine.start_service(pipeline_first=True)
+    machine.check_every = 1
+    try:
+        for name, args, fix in WALK:
+            if fix is not None and not pending(fix):
+                continue
+            getattr(machine, name)(*args)
+            machine.last_rule = name
+            machine.deployed_tables_have_their_statement()
+            machine.checks_agree_with_the_oracle()
+    finally:
+        machine.teardown()
 
 
 def test_live_state_type_is_what_plans_read() -> None:
