@@ -106,9 +106,13 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
     if broken:  # a file that stopped parsing or was deleted reads as a removed table: never undeploy on that
         raise PlanError([f"the commit leaves a table broken, fix it first: {reason}" for reason in broken])
     serving = live.serving_versions()
-    wanted = plan_blue_green(graph, changes, serving)
     options = options.model_copy(update={"versions": serving})
     planner = Planner(graph, live, options)
+    # A change someone already deployed (its serving statement runs the committed code) is done: a new
+    # version or an in-place swap of the same code would redo it (an added column would be added twice).
+    changes = [c for c in changes
+               if not (c.table in graph.tables and c.table in serving and planner.unchanged(c.table))]
+    wanted = plan_blue_green(graph, changes, serving)
     deployed = {v.table for v in wanted.versions if v.table in serving}
     reading = {**options.physical_names, **{v.table: v.physical for v in wanted.versions if v.table in deployed}}
     steps: list[PlanStep] = []

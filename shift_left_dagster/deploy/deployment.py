@@ -14,6 +14,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
+from fnmatch import fnmatch
 from pathlib import Path
 
 from shift_left_dagster.confluent.client import ConfluentClient
@@ -168,12 +169,14 @@ class Deployer:
     def deploy(self, targets: list[str], *, dml_only: bool = False, force_sources: bool = False,
                may_start_children: bool = False, start_at: datetime | None = None,
                force: bool = False, exclude: list[str] | None = None) -> Deployment:
-        """Deploy `targets` and what they need; tables in `exclude` are never deployed (a plan that needs
-        one is refused, naming it)."""
+        """Deploy `targets` and what they need; tables in `exclude` (names or globs) are never deployed (a
+        plan that needs one is refused, naming it)."""
+        excluded = [t for t in self.graph.tables if any(fnmatch(t, p) for p in exclude or [])]
+
         def make(live: LiveState) -> DeploymentPlan:
             options = self.options(live, dml_only=dml_only, force_sources=force_sources,
                                    may_start_children=may_start_children, start_at=start_at, force=force,
-                                   exclude=exclude or [])
+                                   exclude=excluded)
             return build_plan(self.graph, targets, live, options)
 
         return self._planned(make)

@@ -5,8 +5,8 @@ On the sample: `reprocess int_c360_purchase_items --from 2026-01-02` builds int_
 new version of its deployed descendant fct_c360_item_sales; nothing serving changes; the new versions'
 checks pass and their rows equal a plain-Python evaluation of the seeds from that time; promote makes
 them serve, and the same on fct_order (a join of stateful intermediates, whose records carry the time
-they were written, so all of it is read again) rolled back leaves version 1 serving. No row lost or
-duplicated on either path.
+they were written, so all of it is read again) rolled back leaves version 1 serving, from the API and
+as the `reprocess_flink_tables` Dagster job. No row lost or duplicated on either path.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from datetime import UTC, datetime
 import pytest
 
 from shift_left_dagster.checks import ChecksSettings, LocalSinkReader, find_dml_statements, run_checks
+from shift_left_dagster.defs.maintenance import REPROCESS_JOB, maintenance_jobs
+from shift_left_dagster.defs.project import FlinkProject
+from shift_left_dagster.defs.resources import ConfluentFlinkResource
 from shift_left_dagster.deploy.deployment import Deployer
 from shift_left_dagster.deploy.plan import PlanError
 from shift_left_dagster.deploy.reprocess import history_not_reprocessed
@@ -112,4 +115,20 @@ def test_reprocess_into_new_versions_then_promote_or_roll_back(service, spark): 
     Deployer(client=client, graph=graph, config=local_defaults(service.url)).rollback().wait()
     assert "fct_order_v2" not in {t.topic_name for t in client.list_topics()}
     assert select(client, "SELECT * FROM fct_order") == fct
+    assert "local-p1-dml-fct-order" in serving_dml(client)
+
+    # The same as a Dagster job: refused in one line without consent, then run; rolled back again.
+    job = next(j for j in maintenance_jobs(FlinkProject(PROJECT / "pipelines")) if j.name == REPROCESS_JOB)
+    resources = {"confluent": ConfluentFlinkResource(mode="local", local_url=service.url)}
+    config = {"tables": ["fct_order"], "start": "2026-01-02"}
+    refused = job.execute_in_process(run_config={"ops": {"reprocess_tables": {"config": config}}},
+                                     resources=resources, raise_on_error=False)
+    assert not refused.success
+    failure = next(e for e in refused.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "nothing ran: set allow_partial_history" in str(failure.event_specific_data)
+    assert "fct_order_v2" not in {t.topic_name for t in client.list_topics()}
+    ran = job.execute_in_process(run_config={"ops": {"reprocess_tables": {"config": {
+        **config, "allow_partial_history": True}}}}, resources=resources)
+    assert ran.success and "fct_order_v2" in {t.topic_name for t in client.list_topics()}
+    Deployer(client=client, graph=graph, config=local_defaults(service.url)).rollback().wait()
     assert "local-p1-dml-fct-order" in serving_dml(client)
