@@ -1,14 +1,13 @@
 """The model-based test of the deployment core, run long: many more random sequences than CI's seeds.
 
-    python bench/bench_model.py [--examples 100] [--steps 20] [--rounds 1] [--pending [FIXES]] [--check-every 1]
+    python bench/bench_model.py [--examples 100] [--steps 20] [--rounds 1] [--check-every 1]
                                 [--no-shrink]
 
 Each round is one pytest run of the model with its own hypothesis seed (round 0 is CI's fixed seed
 set); a round stops at its first counterexample, shrunk, so more rounds find more of them. Prints, per
 round and in total, the sequences and operations run (by kind) and every counterexample found (its
-failing assertion and the shrunk steps). `--pending` adds the operations whose fixes are not merged yet
-(SL_MODEL_PENDING=1; `--pending files,lease` only those, see FIXES in the test); `--check-every 1`
-(the default here) runs the checks after every operation.
+failing assertion and the shrunk steps). `--check-every 1` (the default here) runs the checks after
+every operation.
 Each sequence starts a fresh local service on the one Spark session; expect ~10-30 s a sequence.
 """
 
@@ -32,8 +31,6 @@ def one_round(number: int, args: argparse.Namespace) -> tuple[int, int, Counter[
     """(sequences, operations, operations by kind, counterexample or None, seconds) of one pytest run."""
     env = {**os.environ, "SL_MODEL_EXAMPLES": str(args.examples), "SL_MODEL_STEPS": str(args.steps),
            "SL_MODEL_CHECK_EVERY": str(args.check_every), "PYTHONPATH": str(ROOT)}
-    if args.pending:
-        env["SL_MODEL_PENDING"] = args.pending  # 1: every fix; or a list such as files,lease
     if args.no_shrink:
         env["SL_MODEL_SHRINK"] = "0"  # report the counterexample as found (shrinking reruns the service)
     seed = []
@@ -65,8 +62,6 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=1, help="pytest runs, each with its own seed")
     parser.add_argument("--seed", type=int, default=2500, help="round n (n > 0) runs with seed + n")
-    parser.add_argument("--pending", nargs="?", const="1", default="",
-                        help="also the operations whose fix is not merged: all, or a list such as files,lease")
     parser.add_argument("--no-shrink", action="store_true", help="print counterexamples unshrunk (faster)")
     parser.add_argument("--check-every", type=int, default=1, help="run the checks after every n-th operation")
     args = parser.parse_args()
@@ -87,8 +82,8 @@ def main() -> int:
     print(f"model: {total_sequences} sequences, {total_operations} operations; by kind:")
     for kind, n in sorted(total_kinds.items(), key=lambda item: -item[1]):
         print(f"  {kind:42} {n}")
-    print(f"counterexamples found: {len(counterexamples)} in {args.rounds} rounds "
-          f"(pending operations: {args.pending or 'none'}); wall {time.monotonic() - started:.0f} s")
+    print(f"counterexamples found: {len(counterexamples)} in {args.rounds} rounds; "
+          f"wall {time.monotonic() - started:.0f} s")
     return 1 if counterexamples else 0
 
 

@@ -21,10 +21,8 @@ raised where none was predicted fails the test. At the end of each sequence ever
 once more (stopped statements are resumed, nothing recreated), a re-plan is empty, and every serving
 table and candidate equals the oracle with no duplicated key.
 
-Operations whose intended behaviour is not merged yet run with SL_MODEL_PENDING=1 (or a list of the
-fixes they wait for, see FIXES). CI runs a fixed seed set, bounded, plus a walk through every
-operation; `python bench/bench_model.py` explores more (several seeds, checks after every operation,
-`--pending`).
+CI runs a fixed seed set, bounded, plus a walk through every operation; `python bench/bench_model.py`
+explores more (several seeds, checks after every operation).
 """
 
 from __future__ import annotations
@@ -72,22 +70,6 @@ TABLES = ["src_orders", "big_orders", "customer_totals", "order_amounts", "src_t
 CUSTOMERS = ["ann", "bob", "cy"]
 EXAMPLES = int(os.environ.get("SL_MODEL_EXAMPLES", "4"))  # CI: bounded (see the walk for coverage)
 STEPS = int(os.environ.get("SL_MODEL_STEPS", "12"))
-# Operations whose intended behaviour the current code does not have yet, by the fix they wait for
-# (issue 25 Build 1-5). SL_MODEL_PENDING=1 enables them all; SL_MODEL_PENDING=files,lease only those.
-# Each gate goes once its fix is merged.
-FIXES = {"files": "Build 1: a missing/empty file makes a broken table, never a removal",
-         "code_versions": "Build 2: checks compare each stretch with the code version that wrote it",
-         "lease": "Build 3: a dead holder's lease is taken over at once",
-         "one_plan_builder": "Build 4: the git and backfill paths make deploy's refusals",
-         "exclude": "Build 5: exclude as a dbt user reads it"}
-_PENDING = os.environ.get("SL_MODEL_PENDING", "")
-ENABLED = set(FIXES) if _PENDING == "1" else {name for name in _PENDING.split(",") if name}
-assert ENABLED <= set(FIXES), f"SL_MODEL_PENDING names unknown fixes: {sorted(ENABLED - set(FIXES))}"
-
-
-def pending(fix: str) -> bool:
-    """Whether the operations waiting for `fix` run (see FIXES)."""
-    return fix in ENABLED
 # The checks run after every operation in a long run (bench/bench_model.py); CI runs them after every
 # CHECK_EVERY-th operation and after every operation issue 25 added (a check costs seconds on 2 cores).
 CHECK_EVERY = int(os.environ.get("SL_MODEL_CHECK_EVERY", "3"))
@@ -412,14 +394,13 @@ class DeploymentModel(RuleBasedStateMachine):
         with it (a user deployed the commit before the sensor ran)."""
         return self.cursor_extra != self.extra and bool(self.segments) and self.segments[-1][2]
 
-    @precondition(lambda self: self.sensor_may_run()
-                  and (pending("one_plan_builder") or not self.column_already_deployed()))
+    @precondition(lambda self: self.sensor_may_run())
     @rule()
     def sensor_run_deploys_the_commits(self) -> None:
-        """What the git sensor's run does with the commits since its cursor. A source change a deploy already
-        made (the source runs git's code) leaves it alone (pending one_plan_builder: today the sensor plans
-        from the diff alone, so it swaps in the same SQL again, and an added column already there fails
-        its ALTER TABLE ADD: "Column 'doubled' already exists", found by bench_model's round 0)."""
+        """What the git sensor's run does with the commits since its cursor. A change a deploy already made
+        (the table runs git's code) is left alone (the sensor planned from the diff alone, swapped the same
+        SQL in again, and an added column already there failed its ALTER TABLE ADD: "Column 'doubled'
+        already exists", found by bench_model's round 0)."""
         assert quiesce(self.service.url)["quiet"]  # the change lands once the pipeline caught up
         head = self.git("rev-parse", "HEAD")
         deployment = self.deployer().deploy_commit(self.cursor, head)
@@ -429,10 +410,8 @@ class DeploymentModel(RuleBasedStateMachine):
         if self.source_changed():  # stateless, compatible: replaced in place from its offsets
             expected.add(("src_orders", Action.REPLACE_IN_PLACE))
             self.segments.append((len(self.raw), self.multiplier, self.extra))
-        elif not self.no_source_change_pending() and not pending("one_plan_builder"):
-            expected.add(("src_orders", Action.REPLACE_IN_PLACE))  # today: the same SQL swapped in again
-            self.segments.append((len(self.raw), self.multiplier, self.extra))
-        if self.cursor_weight != self.weight:  # stateful: a new version beside the serving one
+        if self.cursor_weight != self.weight and (TOTALS not in self.serving or self.totals_weight != self.weight):
+            # stateful: a new version beside the serving one (none when a deploy already runs git's code)
             expected.add((TOTALS, Action.DEPLOY))
             if TOTALS in self.serving:
                 self.candidate = (self.serving[TOTALS] + 1, self.weight)
@@ -460,7 +439,7 @@ class DeploymentModel(RuleBasedStateMachine):
     # -- what broke on users' paths (issue 25) ------------------------------------------------
 
     @rule(table=st.sampled_from(TABLES), kind=st.sampled_from(["ddl", "dml"]),
-          how=st.sampled_from(["empty", "delete"] if pending("files") else ["empty"]), reader=st.booleans())
+          how=st.sampled_from(["empty", "delete"]), reader=st.booleans())
     def break_and_restore_a_file(self, table: str, kind: str, how: str, reader: bool) -> None:
         """A table's DDL or DML file emptied or deleted (its folder kept): the table is broken, so a deploy of
         it, or of a table reading it, is refused at plan time naming the file, and nothing is touched;
@@ -488,7 +467,7 @@ class DeploymentModel(RuleBasedStateMachine):
     @precondition(lambda self: self.sensor_may_run() and self.no_source_change_pending()
                   and self.weight == self.cursor_weight)
     @rule(table=st.sampled_from(TABLES), kind=st.sampled_from(["ddl", "dml"]),
-          how=st.sampled_from(["empty", "delete"] if pending("files") else ["empty"]))
+          how=st.sampled_from(["empty", "delete"]))
     def commit_a_broken_file_then_its_restoration(self, table: str, kind: str, how: str) -> None:
         """Through git, a broken file is no removal: the sensor's run over that commit is refused naming
         the file (or changes nothing), undeploys nothing; the commit restoring it leaves nothing to do.
@@ -515,7 +494,7 @@ class DeploymentModel(RuleBasedStateMachine):
         self.git("commit", "-qm", f"restore {path.name}")  # the cursor stays: the net change is none
         self.count()
 
-    @rule(via_git=st.booleans() if pending("one_plan_builder") else st.just(False))
+    @rule(via_git=st.booleans())
     def commit_a_typo_in_a_parent_name(self, via_git: bool) -> None:
         """`FROM src_ordres` committed in big_orders' DML: refused at plan time naming dml file:line, on the
         deploy path and on the git sensor's path alike, and nothing is created; then the fix is committed.
@@ -553,7 +532,7 @@ class DeploymentModel(RuleBasedStateMachine):
         deployment.wait()
         self.count()
 
-    @precondition(lambda self: pending("one_plan_builder") and AMOUNTS not in self.serving and self.candidate is None
+    @precondition(lambda self: AMOUNTS not in self.serving and self.candidate is None
                   and not self.stopped & {"src_orders"} and not self.source_changed())
     @rule()
     def backfill_a_table_not_deployed(self) -> None:
@@ -573,7 +552,7 @@ class DeploymentModel(RuleBasedStateMachine):
             self.predict_deploy(AMOUNTS)
         self.count()
 
-    @precondition(lambda self: pending("lease") and self.candidate is None)
+    @precondition(lambda self: self.candidate is None)
     @rule(table=st.sampled_from(TABLES), delay=st.sampled_from([0.0, 0.3, 1.0]))
     def kill_a_deployment_holding_the_lease(self, table: str, delay: float) -> None:
         """kill -9 of a deployment process after it planned (it holds the lease), then deploy again: the dead
@@ -622,7 +601,7 @@ class DeploymentModel(RuleBasedStateMachine):
         self.deploy_and_predict(table)
         self.count()
 
-    @precondition(lambda self: pending("exclude") and self.candidate is None)
+    @precondition(lambda self: self.candidate is None)
     @rule(table=st.sampled_from(sorted(ORDERS - {"src_orders"})))
     def deploy_excluding_the_sources(self, table: str) -> None:
         """What an asset defined with `exclude=["src_*"]` runs (issue 25, Build 5): an excluded table is never
@@ -632,10 +611,10 @@ class DeploymentModel(RuleBasedStateMachine):
         if "src_orders" not in self.serving:
             before = self.statement_names()
             with pytest.raises(PlanError, match="src_orders"):
-                self.deployer().deploy([table], exclude=["src_*"])  # type: ignore[call-arg]
+                self.deployer().deploy([table], exclude=["src_*"])
             assert self.statement_names() == before
         else:
-            deployment = self.deployer().deploy([table], exclude=["src_*"])  # type: ignore[call-arg]
+            deployment = self.deployer().deploy([table], exclude=["src_*"])
             assert not [s for s in deployment.plan.changes if (s.table or "").startswith("src_")], deployment
             deployment.wait()
             self.predict_deploy(table)
@@ -687,21 +666,17 @@ class DeploymentModel(RuleBasedStateMachine):
                 continue
             if table not in judged:
                 continue
-            if not pending("code_versions") and table in self.other_code().get(check, set()):
+            if check == CheckName.SCHEMA_MATCHES_DDL and table in self.drifting():
                 continue
             truth = equal[table] if check in (CheckName.RECONCILED, CheckName.UNIQUE_PRIMARY_KEY) else True
             assert outcome.passed == truth, (table, check.value, outcome.message, "sink equals oracle:", truth)
         for table in judged:
             assert equal[table], (table, "sink", found[table], "oracle", rows(expected[table]), self.segments)
 
-    def other_code(self) -> dict[CheckName, set[str]]:
-        """Checks that read git's code where the sink was written by another code version (pending: Build
-        2): reconciled recomputes the serving statement's SQL over all history, so a table replaced in
-        place is red on right data; schema_matches_ddl reads git's DDL, so a committed added column not
-        deployed yet is red (arguably drift; the model holds the sink to the code that wrote it)."""
-        in_place = {"src_orders"} if len(self.segments) > 1 else set()
-        column_pending = {"src_orders"} if self.segments and self.extra and not self.segments[-1][2] else set()
-        return {CheckName.RECONCILED: in_place, CheckName.SCHEMA_MATCHES_DDL: column_pending}
+    def drifting(self) -> set[str]:
+        """Tables whose committed DDL is not deployed yet: schema_matches_ddl reads git's DDL, so a committed
+        added column the sink lacks is red until the sensor's run deploys it (drift, said on purpose)."""
+        return {"src_orders"} if self.segments and self.extra and not self.segments[-1][2] else set()
 
     def checks(self) -> list:
         """The checks of every deployed table, evaluated as `shift-left-dagster check` evaluates them."""
@@ -770,38 +745,38 @@ def test_every_sink_equals_the_oracle_after_random_deployments(spark) -> None:  
     assert sum(_RUNS) >= EXAMPLES  # (every kind is reached by the walk below)
 
 
-# Every operation once, in an order that reaches each of them (a pending one names the fix it waits for).
-WALK: list[tuple[str, tuple, str | None]] = [
-    ("insert_raw_records", ([("ann", 7), ("bob", 3)],), None),
-    ("upsert_raw_tiers", ([("ann", 1), ("ann", 2), ("bob", 0)],), None),
-    ("backfill_a_table_not_deployed", (), "one_plan_builder"),
-    ("deploy", (TIERS,), None),
-    ("deploy", (AMOUNTS,), None),
-    ("backfill_a_deployed_table", (), None),
-    ("commit_added_column", (), None),
-    ("insert_raw_records", ([("cy", 9)],), None),
-    ("sensor_run_deploys_the_commits", (), None),  # the added column, in place
-    ("commit_source_change", (), None),
-    ("insert_raw_records", ([("cy", 4)],), None),
-    ("sensor_run_deploys_the_commits", (), None),  # amount * 2, in place
-    ("break_and_restore_a_file", ("src_orders", "ddl", "empty", True), None),
-    ("break_and_restore_a_file", ("big_orders", "dml", "empty", False), None),
-    ("break_and_restore_a_file", ("big_orders", "dml", "delete", False), "files"),
-    ("break_and_restore_a_file", ("src_orders", "ddl", "delete", True), "files"),
-    ("commit_a_broken_file_then_its_restoration", (AMOUNTS, "dml", "empty"), None),
-    ("commit_a_broken_file_then_its_restoration", (AMOUNTS, "dml", "delete"), "files"),
-    ("commit_a_typo_in_a_parent_name", (False,), None),
-    ("commit_a_typo_in_a_parent_name", (True,), "one_plan_builder"),
-    ("deploy", (TOTALS,), None),
-    ("commit_aggregate_change", (), None),
-    ("sensor_run_deploys_the_commits", (), None),  # COUNT(*) * 10: a candidate beside the serving one
-    ("promote_or_rollback", (True,), None),
-    ("stop", ("big_orders",), None),
-    ("restart_the_service_mid_deployment", ("big_orders", 0.3), None),
-    ("commit_source_change", (), None),
-    ("kill_a_deployment_holding_the_lease", ("src_orders", 0.3), "lease"),
-    ("deploy_excluding_the_sources", ("big_orders",), "exclude"),
-    ("concurrent_deploys", ("src_orders", TOTALS), None),
+# Every operation once, in an order that reaches each of them.
+WALK: list[tuple[str, tuple]] = [
+    ("insert_raw_records", ([("ann", 7), ("bob", 3)],)),
+    ("upsert_raw_tiers", ([("ann", 1), ("ann", 2), ("bob", 0)],)),
+    ("backfill_a_table_not_deployed", ()),
+    ("deploy", (TIERS,)),
+    ("deploy", (AMOUNTS,)),
+    ("backfill_a_deployed_table", ()),
+    ("commit_added_column", ()),
+    ("insert_raw_records", ([("cy", 9)],)),
+    ("sensor_run_deploys_the_commits", ()),  # the added column, in place
+    ("commit_source_change", ()),
+    ("insert_raw_records", ([("cy", 4)],)),
+    ("sensor_run_deploys_the_commits", ()),  # amount * 2, in place
+    ("break_and_restore_a_file", ("src_orders", "ddl", "empty", True)),
+    ("break_and_restore_a_file", ("big_orders", "dml", "empty", False)),
+    ("break_and_restore_a_file", ("big_orders", "dml", "delete", False)),
+    ("break_and_restore_a_file", ("src_orders", "ddl", "delete", True)),
+    ("commit_a_broken_file_then_its_restoration", (AMOUNTS, "dml", "empty")),
+    ("commit_a_broken_file_then_its_restoration", (AMOUNTS, "dml", "delete")),
+    ("commit_a_typo_in_a_parent_name", (False,)),
+    ("commit_a_typo_in_a_parent_name", (True,)),
+    ("deploy", (TOTALS,)),
+    ("commit_aggregate_change", ()),
+    ("sensor_run_deploys_the_commits", ()),  # COUNT(*) * 10: a candidate beside the serving one
+    ("promote_or_rollback", (True,)),
+    ("stop", ("big_orders",)),
+    ("restart_the_service_mid_deployment", ("big_orders", 0.3)),
+    ("commit_source_change", ()),
+    ("kill_a_deployment_holding_the_lease", ("src_orders", 0.3)),
+    ("deploy_excluding_the_sources", ("big_orders",)),
+    ("concurrent_deploys", ("src_orders", TOTALS)),
 ]
 
 
@@ -813,9 +788,7 @@ def test_a_walk_through_every_operation(spark) -> None:  # type: ignore[no-untyp
     machine.start_service(pipeline_first=True)
     machine.check_every = 1
     try:
-        for name, args, fix in WALK:
-            if fix is not None and not pending(fix):
-                continue
+        for name, args in WALK:
             getattr(machine, name)(*args)
             machine.last_rule = name
             machine.deployed_tables_have_their_statement()
