@@ -6,17 +6,20 @@ cases, so the two overlap on the machine's cores.
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
 from pyspark.sql import SparkSession
 
 from tests.oracle.compare import Verdict, compare_all
 from tests.oracle.corpus import Case
 from tests.oracle.flink import run_flink
 from tests.oracle.local import run_local
+from tests.oracle.venv import REQUIRE_ENV, ready, venv_dir
 
 # Cases the two engines do not agree on yet, each with the exact reason: case -> why. Each is an
 # xfail(strict=True) in the test, so it fails the day the two agree (then take it out of this list).
@@ -49,6 +52,15 @@ class OracleRun:
     flink_seconds: float
     local_seconds: float
     compare_seconds: float
+
+
+def require_pyflink() -> None:
+    """Skip without the PyFlink venv (checked before the service and Spark start); fail when CI requires it."""
+    if not ready():
+        message = f"the PyFlink venv is absent ({venv_dir()}): python -m tests.oracle.venv --install"
+        if os.environ.get(REQUIRE_ENV):
+            pytest.fail(f"{REQUIRE_ENV} is set and {message}")
+        pytest.skip(message)
 
 
 def run_oracle(cases: list[Case], url: str, data_dir: Path, spark: SparkSession, *, each: bool = False) -> OracleRun:
