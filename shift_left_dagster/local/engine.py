@@ -37,6 +37,7 @@ from shift_left_dagster.local.types import UnsupportedType, result_type
 from shift_left_dagster.local.views import TemporalJoinError
 from shift_left_dagster.project.dialect import StatementSet
 from shift_left_dagster.project.parsing import FlinkSqlError, Statement, parse_statements
+from shift_left_dagster.translation.reserved import refuse_reserved_names
 from shift_left_dagster.translation.spark import Unsupported
 
 logger = logging.getLogger(__name__)
@@ -261,6 +262,7 @@ class Engine:
             self._set(name, COMPLETED, traits=_traits(answer.sql_kind, schema=answer.schema), end_time=now())
             return True
         statement = self._parse(name, body["spec"]["statement"])
+        refuse_reserved_names(statement, name)
         tree = statement.tree
         if isinstance(tree, (exp.Create, exp.Drop, exp.Alter)) and not (
             isinstance(tree, exp.Create) and tree.expression is not None

@@ -72,6 +72,7 @@ from shift_left_dagster.local.group_aggregation import (
 from shift_left_dagster.local.late_rows import drop_late_rows, dropped_rows
 from shift_left_dagster.local.offsets import ScanError, ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
+from shift_left_dagster.local.sink_types import sink_type_mismatch
 from shift_left_dagster.local.spark import keeps_row_order
 from shift_left_dagster.local.storage import DRIVER_ROWS, TableLogs
 from shift_left_dagster.local.store import AggregateState, Batch, RunState, SourceProgress, Store
@@ -181,11 +182,22 @@ class Jobs:
         try:
             for sink in job.sinks:
                 frame = self.bind(job, sink.query, empty=True, incremental=sink.incremental)
+                if job.create is None:
+                    self._check_sink_types(frame, sink)
                 _ = self.shape(frame, sink, incremental=sink.incremental).schema
             if job.select is not None:
                 _ = self.bind(job, job.select, empty=True).schema
         except PySparkException as error:
             raise JobError(flink_detail(error, statement.sql, views)) from None
+
+    @staticmethod
+    def _check_sink_types(frame: DataFrame, sink: Sink) -> None:
+        table = sink.table
+        mismatch = sink_type_mismatch([f for f in frame.schema.fields if f.name not in HIDDEN], sink.target,
+                                      f"{table.id.catalog}.{table.id.database}.{table.id.name}",
+                                      [(c.name, c.type) for c in table.stored_columns])
+        if mismatch:
+            raise JobError(mismatch)
 
     def _compile(self, name: str, statement: Statement, properties: Mapping[str, str]) -> Job:
         tree = statement.tree
@@ -255,10 +267,11 @@ class Jobs:
         query = insert.expression.copy()
         if insert.args.get("with"):
             query.set("with", insert.args["with"].copy())
-        # VALUES has no input records to carry: it runs once, like a recomputed query without sources.
-        # Every other stateless query runs incrementally: over append and retract tables on their
-        # records, over upsert tables on what Flink's ChangelogNormalize makes of them.
-        stateless = not isinstance(query, exp.Values) and not state_reasons(query)
+        # VALUES, or a SELECT without FROM, has no input records to carry: it runs once, like a recomputed
+        # query without sources. Every other stateless query runs incrementally: over append and retract
+        # tables on their records, over upsert tables on what Flink's ChangelogNormalize makes of them.
+        stateless = not isinstance(query, exp.Values) and query.find(exp.Table) is not None \
+            and not state_reasons(query)
         sink_query = self._translate(job, query, properties, incremental=stateless)
         if table.changelog_mode == "append" and not isinstance(sink_query, WindowedQuery):
             _refuse_updates_into_append(query, table.name)

@@ -17,6 +17,7 @@ Spark to refuse later.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -120,13 +121,28 @@ def _two_arguments(name: str, args: list[exp.Expr]) -> None:
         raise UnknownFunction(name, f"{name} with other than (value, path) arguments")
 
 
+def _json_path(path: exp.Expr) -> exp.Expr:
+    """A SQL/JSON path without its mode: 'lax $.a' and 'strict $.a' read as '$.a' (every error, the only
+    thing strict changes, is NULL by Flink's default ON ERROR; Spark's get_json_object knows no modes)."""
+    if isinstance(path, exp.Literal) and path.is_string:
+        return _string(re.sub(r"^\s*(?i:lax|strict)\s+", "", path.name))
+    return spark_template("regexp_replace({p}, '^\\\\s*(?i)(lax|strict)\\\\s+', '')", p=path)
+
+
 def _json_scalar(args: list[exp.Expr]) -> exp.Expr:
     """JSON_VALUE(s, path): the scalar at path, NULL where it is an object or an array (Spark's
     get_json_object returns those as JSON text). The value is computed once (a one-element lambda)."""
     _two_arguments("JSON_VALUE", args)
     return spark_template("try_element_at(transform(array(get_json_object({s}, {p})), __sl_j -> "
                   "IF(json_array_length(__sl_j) IS NULL AND json_object_keys(__sl_j) IS NULL, __sl_j, NULL)), 1)",
-                  s=args[0], p=args[1])
+                  s=args[0], p=_json_path(args[1]))
+
+
+def _json_exists(args: list[exp.Expr]) -> exp.Expr:
+    """JSON_EXISTS(s, path): NULL for a NULL document (Flink), FALSE where the path is absent or s no JSON."""
+    _two_arguments("JSON_EXISTS", args)
+    return spark_template("IF({s} IS NULL, NULL, get_json_object({s}, {p}) IS NOT NULL)", s=args[0],
+                          p=_json_path(args[1]))
 
 
 def _json_query(args: list[exp.Expr]) -> exp.Expr:
@@ -134,7 +150,7 @@ def _json_query(args: list[exp.Expr]) -> exp.Expr:
     _two_arguments("JSON_QUERY", args)
     return spark_template("try_element_at(transform(array(get_json_object({s}, {p})), __sl_j -> "
                   "IF(json_array_length(__sl_j) IS NULL AND json_object_keys(__sl_j) IS NULL, NULL, __sl_j)), 1)",
-                  s=args[0], p=args[1])
+                  s=args[0], p=_json_path(args[1]))
 
 
 def _convert_tz(args: list[exp.Expr]) -> exp.Expr:
@@ -223,7 +239,7 @@ FUNCTIONS: dict[str, Fn] = {
     "ARRAY_INTERSECT": NATIVE, "ARRAY_APPEND": NATIVE, "ARRAY_PREPEND": NATIVE, "MAP_KEYS": NATIVE,
     "MAP_VALUES": SAME, "MAP_ENTRIES": SAME, "MAP_FROM_ARRAYS": SAME, "MAP_UNION": Fn(build=_map_union),
     # JSON
-    "JSON_EXISTS": Fn(build=lambda a: exp.Not(this=exp.Is(this=_call("get_json_object", *a), expression=exp.Null()))),
+    "JSON_EXISTS": Fn(build=_json_exists),
     "JSON_STRING": Fn(build=_json_string), "JSON_VALUE": Fn(build=_json_scalar),
     "JSON_QUERY": Fn(build=_json_query), "JSON_OBJECT": NATIVE, "JSON_OBJECTAGG": NATIVE,
     "JSON_ARRAY": Fn(build=_json_array),

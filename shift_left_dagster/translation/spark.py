@@ -107,6 +107,7 @@ def translate_query(query: exp.Expr, columns_of: ColumnsOf, *, incremental: bool
     _expand_stars(tree, columns_of, ctes)
     _mark_event_time_inputs(tree, ctes)
     scans = _replace_tables(tree, set(ctes))
+    _type_row_branches(tree)
     tree = rewrite_bottom_up(tree, precisions or {})
     if incremental:
         _add_hidden_columns(tree, ctes={cte.alias_or_name: cte.this for cte in tree.find_all(exp.CTE)})
@@ -528,6 +529,30 @@ def _temporal_condition(table: exp.Table, version: exp.Version, alias: str) -> N
 # --- functions and types ---------------------------------------------------------------------
 
 
+def _type_row_branches(tree: exp.Expr) -> None:
+    """ROW(...) beside a CAST(... AS ROW<...>) in CASE, IF or COALESCE takes the cast's type: Flink
+    unifies ROW types by position, Spark's CASE wants one struct type (field names included)."""
+    for node in list(tree.find_all(exp.Case, exp.If, exp.Coalesce)):
+        if isinstance(node, exp.If) and isinstance(node.parent, exp.Case):
+            continue  # a CASE branch: its CASE sees it
+        branches = _branches(node)
+        typed = next((b.to for b in branches if isinstance(b, exp.Cast) and b.to.is_type(exp.DataType.Type.STRUCT)),
+                     None)
+        if typed is None:
+            continue
+        for branch in branches:
+            if isinstance(branch, exp.Anonymous) and branch.name.upper() == "ROW":
+                branch.replace(exp.Cast(this=branch.copy(), to=typed.copy()))
+
+
+def _branches(node: exp.Expr) -> list[exp.Expr]:
+    if isinstance(node, exp.Case):
+        return [i.args["true"] for i in node.args.get("ifs") or []] + [d for d in [node.args.get("default")] if d]
+    if isinstance(node, exp.If):
+        return [b for b in (node.args.get("true"), node.args.get("false")) if b is not None]
+    return [node.this, *node.expressions]
+
+
 def rewrite_bottom_up(tree: exp.Expr, precisions: Mapping[str, int]) -> exp.Expr:
     """Every node rewritten after its children, so a call inside another's arguments is translated
     too (TO_TIMESTAMP(JSON_VALUE(...))); an unsupported call fails naming itself and its line."""
@@ -576,6 +601,9 @@ def _rewrite_node(node: exp.Expr, precisions: Mapping[str, int]) -> exp.Expr:
             return exp.IntDiv(this=exp.Paren(this=_months_between(node.expression, end)),
                               expression=exp.Literal.number(_MONTHS_IN[unit]))
         return exp.Anonymous(this="timestampdiff", expressions=[exp.var(unit), node.expression, end])
+    if isinstance(node, exp.ArrayAgg) and not isinstance(node.parent, exp.Window):
+        # Flink keeps NULL elements; Spark's collect_list drops NULLs, never a struct holding one.
+        return spark_template("transform(collect_list(named_struct('v', {v})), __sl_e -> __sl_e.v)", v=node.this)
     if isinstance(node, exp.DataType):
         return _spark_data_type(node)
     return translate_typed(node)
@@ -592,10 +620,9 @@ def _rewrite_function(node: exp.Anonymous) -> exp.Expr:
     if name == "CURRENT_WATERMARK":
         # Runs recompute over all input in order: no record is late, as before any watermark.
         return exp.cast(exp.Null(), exp.DataType.build("TIMESTAMP", dialect="spark"))
-    if name == "LISTAGG" and args:
+    if name == "LISTAGG" and args:  # Spark's listagg is NULL over only NULLs, as Flink's; its default separator is ''
         separator = args[1] if len(args) > 1 else exp.Literal.string(",")
-        return exp.Anonymous(this="array_join", expressions=[
-            exp.Anonymous(this="collect_list", expressions=[args[0]]), separator])
+        return exp.Anonymous(this="listagg", expressions=[args[0], separator])
     if name == "TO_TIMESTAMP_LTZ" and len(args) == 2 and isinstance(args[1], exp.Literal) and not args[1].is_string:
         unit = {"0": "timestamp_seconds", "3": "timestamp_millis", "6": "timestamp_micros"}.get(args[1].name)
         if unit is None:

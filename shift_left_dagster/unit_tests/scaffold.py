@@ -95,7 +95,7 @@ def validate_sql(table: str, twin: str, case: str, columns: list[str]) -> str:
     listed = ", ".join(columns) or "*"
     return (f"-- validate_{table}_{case}: one row, 'PASS' when {twin} holds what case {case} expects.\n"
             f"-- Edit the condition (columns: {listed}).\n"
-            f"SELECT CASE WHEN COUNT(*) > 0 THEN 'PASS' ELSE 'FAIL' END AS result\nFROM {twin};\n")
+            f"SELECT CASE WHEN COUNT(*) > 0 THEN 'PASS' ELSE 'FAIL' END AS test_result\nFROM {twin};\n")
 
 
 def sample(column: str, flink_type: str, row: int) -> str:

@@ -82,13 +82,13 @@ def test_50_concurrent_readers_read_the_same_complete_results(local_service) -> 
 def test_a_1_mb_statement_is_accepted_and_one_over_4_mb_refused_as_confluent_does(local_service) -> None:  # type: ignore[no-untyped-def]
     client = client_for(local_service.url)
     padding = "x" * MB
-    sql = f"SELECT 1 AS one /* {padding} */"  # Confluent documents a 4 MB limit on the text
+    sql = f"SELECT 1 AS answer /* {padding} */"  # Confluent documents a 4 MB limit on the text
     name = unique("load-1mb")
     done = run(client, name, sql)
     assert done.phase == "COMPLETED" and done.spec.statement == sql
     assert [r.row for r in client.statement_results(name)] == [["1"]]
 
-    too_big = f"SELECT 1 AS one /* {'x' * CONFLUENT_MAX_SQL_BYTES} */"
+    too_big = f"SELECT 1 AS answer /* {'x' * CONFLUENT_MAX_SQL_BYTES} */"
     with pytest.raises(BadRequest, match="exceeds 4194304 bytes") as refused:
         client.create_statement(unique("load-5mb"), too_big)
     assert len(str(refused.value)) < 3000  # the detail does not echo the text

@@ -42,7 +42,7 @@ def quoted(values: list[str]) -> str:
 def expect(table: str, pairs: list[str], key: str) -> str:
     """A validation returning PASS when the twin holds exactly these `key` values."""
     return (f"SELECT CASE WHEN COUNT(*) = {len(pairs)} AND SUM(CASE WHEN {key} IN ({quoted(pairs)}) "
-            f"THEN 1 ELSE 0 END) = {len(pairs)} THEN 'PASS' ELSE 'FAIL' END AS result FROM {table}_ut;\n")
+            f"THEN 1 ELSE 0 END) = {len(pairs)} THEN 'PASS' ELSE 'FAIL' END AS test_result FROM {table}_ut;\n")
 
 
 def payment_state(amount: Decimal, paid: Decimal, count: int) -> str:

@@ -271,5 +271,6 @@ def runner_case(case: Case) -> tuple[dict[str, Any], dict[str, str]]:
     _target, columns, query = split_insert(case.dml)
     listed = f" ({', '.join(f'`{c}`' for c in columns)})" if columns else ""
     spec = {"name": case.name, "setup": setup, "logs": logs, "sink": case.sink, "sink_mode": sink_mode(case),
-            "query": query, "insert": f"INSERT INTO `{case.sink}`{listed} {query}", "target_columns": columns}
+            "query": query, "insert": f"INSERT INTO `{case.sink}`{listed} {query}", "target_columns": columns,
+            "ddls": [t.ddl for t in case.tables]}
     return spec, files

@@ -10,14 +10,12 @@ strict xfails, so a case that starts agreeing fails until it is taken out.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from tests.oracle.corpus import load_corpus
-from tests.oracle.harness import KNOWN_DIFFERENCES, OracleRun, run_oracle
-from tests.oracle.venv import REQUIRE_ENV, ready, venv_dir
+from tests.oracle.harness import KNOWN_DIFFERENCES, OracleRun, require_pyflink, run_oracle
 
 pytestmark = [pytest.mark.oracle, pytest.mark.service]
 CASES = load_corpus()
@@ -25,11 +23,7 @@ CASES = load_corpus()
 
 @pytest.fixture(scope="session")
 def oracle(request: pytest.FixtureRequest) -> OracleRun:
-    if not ready():  # checked before the service and Spark start
-        message = f"the PyFlink venv is absent ({venv_dir()}): python -m tests.oracle.venv --install"
-        if os.environ.get(REQUIRE_ENV):
-            pytest.fail(f"{REQUIRE_ENV} is set and {message}")
-        pytest.skip(message)
+    require_pyflink()
     service = request.getfixturevalue("local_service")
     return run_oracle(CASES, service.url, Path(service.data_dir), request.getfixturevalue("spark"))
 
