@@ -23,7 +23,7 @@ from dagster import (
     MetadataValue,
 )
 
-from shift_left_dagster.checks.models import CheckName
+from shift_left_dagster.checks.models import CheckName, SensorCheck
 from shift_left_dagster.defs.checks import RunChecks
 from shift_left_dagster.deploy.deployment import Deployment, DeploymentFailed, Unhealthy
 from shift_left_dagster.deploy.executor import StepResult
@@ -75,11 +75,13 @@ class FlinkRun:
 
     def _remaining_checks(self) -> Iterator[FlinkEvent]:
         """Selected checks no step reported: a check-only run computes them now (as `shift-left-dagster
-        check` does); those of a table an upstream blocking check skipped say so, as not evaluated."""
+        check` does), those and no other; those of a table an upstream blocking check skipped say so, as
+        not evaluated. The health sensor's own checks are its to evaluate, never a run's."""
         by_key = {key: table for table, key in self.keys.items()}
+        sensors = {c.value for c in SensorCheck}
         pending: dict[str, list[AssetCheckKey]] = {}
         for check_key in sorted(self.selected_checks - self.reported, key=lambda k: k.to_user_string()):
-            if check_key.asset_key in by_key:
+            if check_key.asset_key in by_key and check_key.name not in sensors:
                 pending.setdefault(by_key[check_key.asset_key], []).append(check_key)
         for table, check_keys in pending.items():
             if table in self.blocked_by or self.checks is None:
@@ -89,11 +91,12 @@ class FlinkRun:
                                            severity=AssetCheckSeverity.WARN,
                                            description=f"not evaluated: {why}", metadata={"evaluated": False})
                 continue
+            names = {k.name for k in check_keys}
             evaluated = self.checks.evaluate([self.deployment.graph.tables[table]],
-                                             {table: self.deployment.plan.options.physical_names.get(table, table)})
-            for check in evaluated.results:
-                if AssetCheckKey(self.keys[table], check.check_name or "") in check_keys:
-                    yield check
+                                             {table: self.deployment.plan.options.physical_names.get(table, table)},
+                                             skip=[c for c in CheckName if c.value not in names])
+            key = self.keys[table]
+            yield from (c for c in evaluated.results if AssetCheckKey(key, c.check_name or "") in check_keys)
             if evaluated.failed_blocking:
                 self.failed_blocking.append(f"{', '.join(k.name for k in evaluated.failed_blocking)} on {table}")
 
