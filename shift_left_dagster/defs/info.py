@@ -65,8 +65,9 @@ _LOADED: dict[str, FlinkProject] = {}
 
 
 def _identity(project: FlinkProject) -> str:
-    """The project's folder, name and every table's code version, hashed."""
+    """The project's folder, name, every table's code version and every data test, hashed."""
     graph = project.graph
+    tests = sorted(t.model_dump_json() for found in project.data_tests.values() for t in found)
     content = [str(project.pipelines_dir), project.name, sorted((t, i.code_version) for t, i in graph.tables.items()),
-               sorted(graph.broken)]
+               sorted(graph.broken), tests]
     return hashlib.sha256(json.dumps(content).encode()).hexdigest()[:16]
