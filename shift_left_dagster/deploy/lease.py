@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -52,7 +53,17 @@ def process_alive(process: str) -> bool | None:
         return False
     except PermissionError:
         return True  # someone else's process: alive
-    return True
+    return not _zombie(int(pid))
+
+
+def _zombie(pid: int) -> bool:
+    """A killed process nobody reaped yet (its parent died too, and a container's init may never reap it):
+    it still answers signal 0, but runs nothing."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc (macOS): signal 0 is all we know
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 class LeaseHolder(BaseModel):
