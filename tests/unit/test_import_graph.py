@@ -23,8 +23,9 @@ PACKAGE = ROOT / "shift_left_dagster"
 # Modules that import the project's modules per command, so `--help` and `--version` stay cheap.
 CLI_MODULES = {"shift_left_dagster.cli", "shift_left_dagster.cli_unit_tests", "shift_left_dagster.local.cli"}
 # What a light module may import inside a function: optional or heavy dependencies (Spark, Dagster, PyFlink,
-# the local service's process module, which starts Spark) and the package metadata (read by --version only).
-HEAVY = ("pyspark", "dagster", "pyflink", "shift_left_dagster.local.process", "importlib.metadata")
+# cryptography (the throw-away CA falls back to openssl without it), the local service's process module,
+# which starts Spark) and the package metadata (read by --version only).
+HEAVY = ("pyspark", "dagster", "pyflink", "cryptography", "shift_left_dagster.local.process", "importlib.metadata")
 LIGHT = ["shift_left_dagster", "shift_left_dagster.project.graph", "shift_left_dagster.project.inventory",
          "shift_left_dagster.cli",
          *sorted(f"shift_left_dagster.{layer}.{p.stem}" for layer in ("project", "deploy", "confluent")
