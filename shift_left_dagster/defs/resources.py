@@ -40,21 +40,23 @@ class ConfluentFlinkResource(ConfigurableResource):
         default="auto", description="auto: cloud when a Flink API key is set, else the local service"
     )
     config_file: str | None = Field(default=None, description="shift_left config.yaml (default: $CONFIG_FILE)")
-    flink_api_key: str | None = None
-    flink_api_secret: str | None = None
-    cloud_api_key: str | None = None
-    cloud_api_secret: str | None = None
-    kafka_api_key: str | None = None
-    kafka_api_secret: str | None = None
-    registry_api_key: str | None = None
-    registry_api_secret: str | None = None
-    local_data_dir: str | None = Field(default=None, description="data folder of the local service")
+    flink_api_key: str | None = Field(default=None, description="Flink region API key (cloud), as EnvVar(...)")
+    flink_api_secret: str | None = Field(default=None, description="its secret, as EnvVar(...)")
+    cloud_api_key: str | None = Field(default=None, description="Cloud API key: compute pools, Metrics API")
+    cloud_api_secret: str | None = Field(default=None, description="its secret")
+    kafka_api_key: str | None = Field(default=None, description="Kafka REST key: topics the plan checks")
+    kafka_api_secret: str | None = Field(default=None, description="its secret")
+    registry_api_key: str | None = Field(default=None, description="Schema Registry key")
+    registry_api_secret: str | None = Field(default=None, description="its secret")
+    local_data_dir: str | None = Field(default=None, description=(
+        "data folder of the local service (default: $SHIFT_LEFT_LOCAL_DATA, else ./.shift_left_dagster/local "
+        "of the working directory: set it when definitions load from another folder)"))
     local_url: str | None = Field(default=None, description="a local service already running (else one is started)")
     seed_local_raw_topics: bool = Field(
         default=True, description="local mode: create missing raw topics from the project's seeds/ folder"
     )
     max_parallel: int = Field(default=4, description="plan steps run at once")
-    statement_timeout_seconds: float = 600.0
+    statement_timeout_seconds: float = Field(default=600.0, description="a statement's wait for its phase")
     settle_seconds: float = Field(default=2.0, description="an in-place replacement must stay healthy this long")
     lease_wait_seconds: float = Field(
         default=600.0, description="how long a run waits for another live deployment of the project to end")

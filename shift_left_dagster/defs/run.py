@@ -48,6 +48,7 @@ class FlinkRun:
 
     @property
     def plan(self) -> DeploymentPlan:
+        """The typed plan, computed against what is live before anything runs: `.steps` in order."""
         return self.deployment.plan
 
     def stream(self) -> Iterator[FlinkEvent]:
@@ -71,6 +72,7 @@ class FlinkRun:
             raise Failure(description="blocking checks failed: " + "; ".join(self.failed_blocking))
 
     def wait(self) -> list[FlinkEvent]:
+        """Run the plan to its end; every event `.stream()` would yield, at once."""
         return list(self.stream())
 
     def _remaining_checks(self) -> Iterator[FlinkEvent]:

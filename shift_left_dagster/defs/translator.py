@@ -27,6 +27,7 @@ class FlinkTranslator:
     """Every hook takes the `FlinkTable` (and the graph where relations matter)."""
 
     def get_asset_key(self, table: FlinkTable) -> AssetKey:
+        """The table's asset key (default: its name); two tables mapped to one key is an error."""
         return AssetKey([table.name])
 
     def get_external_asset_key(self, topic: str) -> AssetKey:
@@ -34,26 +35,32 @@ class FlinkTranslator:
         return AssetKey([topic])
 
     def get_group_name(self, table: FlinkTable) -> str:
+        """Default: the table's product folder (p1, c360, ...), else `flink`."""
         return table.product or "flink"
 
     def get_owners(self, table: FlinkTable) -> list[str]:
+        """Dagster owners (`team:data`, e-mails); default none."""
         return []
 
     def get_automation_condition(self, table: FlinkTable) -> AutomationCondition | None:
+        """Default none: tables deploy when asked (or by the git sensor)."""
         return None
 
     def get_tags(self, table: FlinkTable) -> dict[str, str]:
+        """`flink/type` and `flink/state_form`."""
         tags = {"flink/type": table.type}
         if table.state_form:
             tags["flink/state_form"] = table.state_form.value
         return tags
 
     def get_description(self, table: FlinkTable) -> str:
+        """The table's type, name and state form with why."""
         form = table.state_form.value if table.state_form else "no DML"
         reasons = f": {', '.join(table.dml.state_reasons)}" if table.dml and table.dml.state_reasons else ""
         return f"{table.type} table {table.name} ({form}{reasons})"
 
     def get_metadata(self, table: FlinkTable, graph: ProjectGraph) -> dict[str, Any]:
+        """Files, key, changelog mode, external sources, column schema and lineage, code references."""
         metadata: dict[str, Any] = {
             "ddl_path": table.ddl_path,
             "dml_path": table.dml_path,
@@ -86,6 +93,7 @@ class FlinkTranslator:
             for column, parents in traced.columns.items()})
 
     def get_asset_spec(self, table: FlinkTable, graph: ProjectGraph) -> AssetSpec:
+        """The whole spec from the hooks above; override it to change anything at once."""
         deps = [self.get_asset_key(graph.tables[p]) for p in graph.parents[table.name]]
         deps += [self.get_external_asset_key(e) for e in graph.external_sources[table.name]]
         return AssetSpec(
