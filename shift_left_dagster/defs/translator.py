@@ -18,6 +18,7 @@ from dagster import (
     TableSchema,
 )
 
+from shift_left_dagster.defs.pictures import lineage_markdown, neighbourhood_markdown
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable
 from shift_left_dagster.project.lineage import project_lineage
@@ -69,14 +70,16 @@ class FlinkTranslator:
             "external_sources": ", ".join(graph.external_sources[table.name]) or None,
         }
         if table.ddl and table.ddl.columns:
-            metadata["dagster/column_schema"] = TableSchema(
-                columns=[TableColumn(name=c.name, type=c.type or "computed") for c in table.ddl.columns])
+            metadata["dagster/column_schema"] = TableSchema(columns=[
+                TableColumn(name=c.name, type=c.type or "computed", description=c.comment) for c in table.ddl.columns])
         metadata["dagster/column_lineage"] = self.get_column_lineage(table, graph)
-        unknown = project_lineage(graph).all()[table.name].unknown
-        metadata["column_lineage_unknown"] = dict(unknown) if unknown else None  # why a column has no lineage
-        path = table.dml_path or table.ddl_path
-        if path:
-            metadata.update(code_references(graph.inventory.root / path))
+        traced = project_lineage(graph).all()[table.name]
+        metadata["column_lineage_unknown"] = dict(traced.unknown) if traced.unknown else None  # why not traced
+        metadata["column_lineage_table"] = lineage_markdown(traced)  # the OSS UI does not draw column lineage
+        metadata["neighbourhood"] = neighbourhood_markdown(table.name, graph)
+        files = [graph.inventory.root / path for path in (table.ddl_path, table.dml_path) if path]
+        if files:
+            metadata.update(code_references(*((file, 1) for file in files)))
         return {k: v for k, v in metadata.items() if v is not None}
 
     def get_column_lineage(self, table: FlinkTable, graph: ProjectGraph) -> TableColumnLineage | None:
@@ -119,10 +122,10 @@ class FlinkTranslator:
 CODE_REFERENCES = "dagster/code_references"  # the metadata key the UI links a definition's code from
 
 
-def code_references(file: Path, line: int = 1) -> dict[str, CodeReferencesMetadataValue]:
-    """Metadata linking to a SQL file's line (Dagster marks code references beta; the warning says nothing
-    to users)."""
+def code_references(*places: tuple[Path, int]) -> dict[str, CodeReferencesMetadataValue]:
+    """Metadata linking to SQL files' lines, e.g. the DDL and the DML (Dagster marks code references beta;
+    the warning says nothing to users)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return {CODE_REFERENCES: CodeReferencesMetadataValue(
-            code_references=[LocalFileCodeReference(file_path=str(file), line_number=line)])}
+        return {CODE_REFERENCES: CodeReferencesMetadataValue(code_references=[
+            LocalFileCodeReference(file_path=str(file), line_number=line) for file, line in places])}
