@@ -23,6 +23,7 @@ from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.defs.checks import FlinkChecksResource, RunChecks, SparkResource
 from shift_left_dagster.defs.info import flink_assets_info
 from shift_left_dagster.defs.run import FlinkRun
+from shift_left_dagster.deploy.backfill import BackfillRefused
 from shift_left_dagster.deploy.deployment import Deployer, Deployment
 from shift_left_dagster.deploy.lease import DAGSTER_RUN_PREFIX, LeaseBusy, Liveness
 from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
@@ -144,7 +145,7 @@ class ConfluentFlinkResource(ConfigurableResource):
     def backfill(self, *, context: AssetExecutionContext, window: TimeWindow,
                  checks: FlinkChecksResource | None = None, spark: SparkResource | None = None) -> FlinkRun:
         """Rebuild a closed window of event time of the selected tables with bounded statements."""
-        with lease_busy_fails_the_run():
+        with lease_busy_fails_the_run(), refusal_fails_the_run(window):
             deployment = self.get_deployer(context).backfill(_selected_tables(context), window.start, window.end)
         return self._run(context, deployment, checks, spark)
 
@@ -186,3 +187,17 @@ def lease_busy_fails_the_run() -> Iterator[None]:
         yield
     except LeaseBusy as busy:
         raise Failure(description=str(busy), allow_retries=False) from None
+
+
+@contextmanager
+def refusal_fails_the_run(window: TimeWindow) -> Iterator[None]:
+    """A range the plan refuses (a stateful or append table, one not deployed) fails the run before any
+    statement is created, in one line with what to do instead, no traceback."""
+    try:
+        yield
+    except BackfillRefused as refused:
+        raise Failure(description=f"partition range refused: {refused}", allow_retries=False, metadata={
+            "window": f"[{window.start:%Y-%m-%d %H:%M}, {window.end:%Y-%m-%d %H:%M}) UTC",
+            "refused": str(refused),
+            "instead": "a range reaching the last partition redeploys from its start; or, keeping the serving "
+                       "version, shift-left-dagster reprocess TABLE --from START, then promote or rollback"}) from None
