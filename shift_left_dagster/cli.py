@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections import deque
 from datetime import datetime
 from fnmatch import fnmatch
 from pathlib import Path
@@ -550,6 +551,7 @@ def demo(
     into a persistent Dagster instance, print what was deployed and how to look at it."""
     from shift_left_dagster.deploy.target import connect, target_config
     from shift_left_dagster.local.settings import resolve_data_dir
+    from shift_left_dagster.progress import RunProgress
 
     config = target_config(mode="local")
     home = Path(os.environ.get("DAGSTER_HOME") or resolve_data_dir(None).parent / "dagster_home").resolve()
@@ -567,9 +569,15 @@ def demo(
     dg = shutil.which("dg") or str(Path(sys.executable).parent / "dg")
     command = [dg, "launch", "--assets", select]
     typer.echo("$ dg launch --assets " + select)
-    completed = subprocess.run(command, env=env, capture_output=True, text=True)
-    if completed.returncode != 0:
-        typer.echo(completed.stdout[-4000:] + completed.stderr[-4000:], err=True)
+    progress, tail = RunProgress(), deque[str](maxlen=400)  # the run's lines as they come; all of it on failure
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as launch:
+        for line in launch.stdout or []:
+            tail.append(line)
+            shown = progress.feed(line)
+            if shown is not None:
+                typer.echo("  " + shown)
+    if launch.returncode != 0:
+        typer.echo("".join(tail)[-8000:], err=True)
         raise SystemExit(1)
     deployed = [s for s in connect(config).list_statements() if s.name not in before or s.phase == "RUNNING"]
     typer.echo("\nstatements of the deployment:")

@@ -232,8 +232,9 @@ def statement_healthy(statement: Statement | None, lag: dict[str, int] | None, m
     if statement is None:
         return False, "no DML statement of this table was found", {}
     total = sum(lag.values()) if lag is not None else None
-    metadata: dict[str, Any] = {"statement": statement.name, "phase": statement.phase,
-                                "detail": statement.status.detail or "", "lag_records": total,
+    said = statement.status.detail or f"{statement.phase or 'no phase'}: no detail from the service"
+    metadata: dict[str, Any] = {"statement": statement.name, "phase": statement.phase, "detail": said,
+                                "lag_records": total,
                                 "lag_by_source": lag if lag is not None else "unknown"}
     if statement.phase not in HEALTHY_PHASES:
         detail = f": {statement.status.detail}" if statement.status.detail else ""

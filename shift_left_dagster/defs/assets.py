@@ -257,7 +257,7 @@ def _broken_spec(broken: BrokenTable, keys: dict[str, AssetKey], project: FlinkP
                     f"{broken.reason}",
         metadata={"flink/broken": broken.reason, "file": broken.file, "line": broken.line,
                   "excluded_because": ", ".join(broken.excluded_because) or "its own file",
-                  **code_references(project.graph.inventory.root / broken.file, broken.line)},
+                  **code_references((project.graph.inventory.root / broken.file, broken.line))},
         skippable=True,
     )
 

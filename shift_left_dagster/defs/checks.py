@@ -182,9 +182,13 @@ def asset_check_result(key: AssetKey, outcome: CheckOutcome) -> AssetCheckResult
         passed=outcome.passed,
         severity=AssetCheckSeverity.ERROR if outcome.blocking else AssetCheckSeverity.WARN,
         description=outcome.message,
-        metadata={k: _metadata_value(v) for k, v in outcome.metadata.items() if v is not None},
+        metadata={k: _metadata_value(k, v) for k, v in outcome.metadata.items() if v is not None},
     )
 
 
-def _metadata_value(value: Any) -> Any:
+def _metadata_value(key: str, value: Any) -> Any:
+    """SQL as a code block: a plain string loses its line breaks in the UI, so a leading `-- comment`
+    would seem to comment out the whole query."""
+    if key == "query" and isinstance(value, str):
+        return MetadataValue.md(f"```sql\n{value}\n```")
     return MetadataValue.json(value) if isinstance(value, (dict, list)) else value

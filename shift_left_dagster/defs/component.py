@@ -1,9 +1,9 @@
 """`FlinkProjectComponent`: the same builder as `build_flink_definitions`, declared in YAML for `dg`.
 
-    # <project>/defs/flink/defs.yaml
+    # src/<package>/defs/flink/defs.yaml (`dg scaffold defs shift_left_dagster.FlinkProjectComponent flink`)
     type: shift_left_dagster.FlinkProjectComponent
     attributes:
-      pipelines: ../../flink_project/pipelines   # relative to this file
+      pipelines: "{{ context.project_root }}/flink_project/pipelines"   # or a path relative to this file
       mode: auto                                  # auto | local | cloud
       config_file: null                           # shift_left config.yaml; secrets from SL_* env vars
       select: ["*"]                               # table names or globs
@@ -18,9 +18,20 @@
 
 from typing import Annotated, Literal
 
-from dagster import AssetSpec, Component, ComponentLoadContext, Definitions, Model, Resolvable
+from dagster import (
+    AssetSpec,
+    Component,
+    ComponentLoadContext,
+    Definitions,
+    Model,
+    Resolvable,
+    Scaffolder,
+    ScaffoldRequest,
+    scaffold_with,
+)
 from dagster.components.resolved.core_models import OpSpec
 from dagster.components.utils.translation import TranslationFn, TranslationFnResolver
+from pydantic import Field
 
 from shift_left_dagster.checks import ChecksSettings
 from shift_left_dagster.checks.models import CheckName
@@ -58,21 +69,57 @@ class ChecksModel(Model):
         return settings
 
 
+class ScaffoldParams(Model):
+    """`dg scaffold defs shift_left_dagster.FlinkProjectComponent NAME [--pipelines PATH]`."""
+
+    pipelines: str = "flink_project/pipelines"  # relative to the project root (where pyproject.toml is)
+
+
+class FlinkProjectScaffolder(Scaffolder[ScaffoldParams]):
+    """Writes a defs.yaml that loads as is: the pipelines path through `{{ context.project_root }}`, so the
+    file works at any depth (`src/<package>/defs/<name>/` in a create-dagster project), options commented."""
+
+    @classmethod
+    def get_scaffold_params(cls) -> type[ScaffoldParams]:
+        return ScaffoldParams
+
+    def scaffold(self, request: ScaffoldRequest[ScaffoldParams]) -> None:
+        pipelines = request.params.pipelines
+        path = pipelines if pipelines.startswith(("/", "{{")) else "{{ context.project_root }}/" + pipelines
+        request.target_path.mkdir(parents=True, exist_ok=True)
+        (request.target_path / "defs.yaml").write_text(SCAFFOLD.format(type=request.type_name, pipelines=path))
+
+
+SCAFFOLD = """\
+type: {type}
+attributes:
+  pipelines: "{pipelines}"
+  mode: auto                      # auto | local (the embedded service) | cloud (SL_FLINK_API_KEY, ...)
+  select: ["*"]                   # table names or globs; exclude: [...]
+  # checks: {{enabled: [unique_primary_key, reconciled, schema_matches_ddl], blocking: [unique_primary_key]}}
+  # partitions: {{granularity: daily, start: "2026-01-01"}}
+  # op: {{name: flink_tables, pool: flink/my_project}}
+  # translation: {{group_name: "flink_{{{{ table.product }}}}"}}
+"""
+
+
+@scaffold_with(FlinkProjectScaffolder)
 class FlinkProjectComponent(Component, Model, Resolvable):
     """A shift_left pipelines folder as Dagster assets deployed to Confluent Cloud for Flink (or locally)."""
 
-    pipelines: str
-    mode: Literal["auto", "local", "cloud"] = "auto"
-    config_file: str | None = None
-    select: list[str] | None = None
-    exclude: list[str] | None = None
-    checks: ChecksModel | None = None
-    partitions: PartitionsConfig | None = None
-    op: OpSpec | None = None
+    pipelines: str = Field(description="the pipelines folder: relative to this defs.yaml, or "
+                                       "\"{{ context.project_root }}/...\"")
+    mode: Literal["auto", "local", "cloud"] = Field(default="auto", description="as ConfluentFlinkResource.mode")
+    config_file: str | None = Field(default=None, description="shift_left config.yaml (default: $CONFIG_FILE)")
+    select: list[str] | None = Field(default=None, description="table names or globs (default: all)")
+    exclude: list[str] | None = Field(default=None, description="table names or globs left out")
+    checks: ChecksModel | None = Field(default=None, description="{enabled: [...], blocking: [...]}")
+    partitions: PartitionsConfig | None = Field(default=None, description="{granularity: daily, start: ...}")
+    op: OpSpec | None = Field(default=None, description="{name: ..., pool: ...} of the deploying op")
     translation: Annotated[
         TranslationFn[FlinkTable] | None,
         TranslationFnResolver[FlinkTable](lambda table: {"table": table}),
-    ] = None
+    ] = Field(default=None, description="AssetSpec fields per table; {{ table }} is the FlinkTable")
 
     def build_defs(self, context: ComponentLoadContext) -> Definitions:
         pipelines = (context.path / self.pipelines).resolve()

@@ -25,13 +25,15 @@ class PartitionsConfig(BaseModel):
 
     granularity: Granularity = "daily"
     start: str | None = None  # e.g. "2026-01-01"; no start, no partitions
+    end: str | None = None  # exclusive, for data that stops (a sample); default: up to the open partition, now
 
     def definition(self) -> TimeWindowPartitionsDefinition | None:
         if self.granularity == "none" or not self.start:
             return None
+        bounds = {"end_date": self.end} if self.end else {"end_offset": 1}
         if self.granularity == "hourly":
-            return HourlyPartitionsDefinition(start_date=self.start, end_offset=1, timezone="UTC")
-        return DailyPartitionsDefinition(start_date=self.start, end_offset=1, timezone="UTC")
+            return HourlyPartitionsDefinition(start_date=self.start, timezone="UTC", **bounds)
+        return DailyPartitionsDefinition(start_date=self.start, timezone="UTC", **bounds)
 
 
 def reaches_open_partition(partitions: TimeWindowPartitionsDefinition, window: TimeWindow) -> bool:

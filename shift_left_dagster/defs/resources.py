@@ -23,6 +23,7 @@ from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.defs.checks import FlinkChecksResource, RunChecks, SparkResource
 from shift_left_dagster.defs.info import flink_assets_info
 from shift_left_dagster.defs.run import FlinkRun
+from shift_left_dagster.deploy.backfill import BackfillRefused
 from shift_left_dagster.deploy.deployment import Deployer, Deployment
 from shift_left_dagster.deploy.lease import DAGSTER_RUN_PREFIX, LeaseBusy, Liveness
 from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
@@ -40,21 +41,23 @@ class ConfluentFlinkResource(ConfigurableResource):
         default="auto", description="auto: cloud when a Flink API key is set, else the local service"
     )
     config_file: str | None = Field(default=None, description="shift_left config.yaml (default: $CONFIG_FILE)")
-    flink_api_key: str | None = None
-    flink_api_secret: str | None = None
-    cloud_api_key: str | None = None
-    cloud_api_secret: str | None = None
-    kafka_api_key: str | None = None
-    kafka_api_secret: str | None = None
-    registry_api_key: str | None = None
-    registry_api_secret: str | None = None
-    local_data_dir: str | None = Field(default=None, description="data folder of the local service")
+    flink_api_key: str | None = Field(default=None, description="Flink region API key (cloud), as EnvVar(...)")
+    flink_api_secret: str | None = Field(default=None, description="its secret, as EnvVar(...)")
+    cloud_api_key: str | None = Field(default=None, description="Cloud API key: compute pools, Metrics API")
+    cloud_api_secret: str | None = Field(default=None, description="its secret")
+    kafka_api_key: str | None = Field(default=None, description="Kafka REST key: topics the plan checks")
+    kafka_api_secret: str | None = Field(default=None, description="its secret")
+    registry_api_key: str | None = Field(default=None, description="Schema Registry key")
+    registry_api_secret: str | None = Field(default=None, description="its secret")
+    local_data_dir: str | None = Field(default=None, description=(
+        "data folder of the local service (default: $SHIFT_LEFT_LOCAL_DATA, else ./.shift_left_dagster/local "
+        "of the working directory: set it when definitions load from another folder)"))
     local_url: str | None = Field(default=None, description="a local service already running (else one is started)")
     seed_local_raw_topics: bool = Field(
         default=True, description="local mode: create missing raw topics from the project's seeds/ folder"
     )
     max_parallel: int = Field(default=4, description="plan steps run at once")
-    statement_timeout_seconds: float = 600.0
+    statement_timeout_seconds: float = Field(default=600.0, description="a statement's wait for its phase")
     settle_seconds: float = Field(default=2.0, description="an in-place replacement must stay healthy this long")
     lease_wait_seconds: float = Field(
         default=600.0, description="how long a run waits for another live deployment of the project to end")
@@ -142,7 +145,7 @@ class ConfluentFlinkResource(ConfigurableResource):
     def backfill(self, *, context: AssetExecutionContext, window: TimeWindow,
                  checks: FlinkChecksResource | None = None, spark: SparkResource | None = None) -> FlinkRun:
         """Rebuild a closed window of event time of the selected tables with bounded statements."""
-        with lease_busy_fails_the_run():
+        with lease_busy_fails_the_run(), refusal_fails_the_run(window):
             deployment = self.get_deployer(context).backfill(_selected_tables(context), window.start, window.end)
         return self._run(context, deployment, checks, spark)
 
@@ -184,3 +187,17 @@ def lease_busy_fails_the_run() -> Iterator[None]:
         yield
     except LeaseBusy as busy:
         raise Failure(description=str(busy), allow_retries=False) from None
+
+
+@contextmanager
+def refusal_fails_the_run(window: TimeWindow) -> Iterator[None]:
+    """A range the plan refuses (a stateful or append table, one not deployed) fails the run before any
+    statement is created, in one line with what to do instead, no traceback."""
+    try:
+        yield
+    except BackfillRefused as refused:
+        raise Failure(description=f"partition range refused: {refused}", allow_retries=False, metadata={
+            "window": f"[{window.start:%Y-%m-%d %H:%M}, {window.end:%Y-%m-%d %H:%M}) UTC",
+            "refused": str(refused),
+            "instead": "a range reaching the last partition redeploys from its start; or, keeping the serving "
+                       "version, shift-left-dagster reprocess TABLE --from START, then promote or rollback"}) from None

@@ -25,6 +25,7 @@ from dagster import (
 
 from shift_left_dagster.checks.models import CheckName, SensorCheck
 from shift_left_dagster.defs.checks import RunChecks
+from shift_left_dagster.defs.step_log import step_done, steps_in_run_log
 from shift_left_dagster.deploy.deployment import Deployment, DeploymentFailed, Unhealthy
 from shift_left_dagster.deploy.executor import StepResult
 from shift_left_dagster.deploy.plan import DeploymentPlan, render_plan
@@ -48,6 +49,7 @@ class FlinkRun:
 
     @property
     def plan(self) -> DeploymentPlan:
+        """The typed plan, computed against what is live before anything runs: `.steps` in order."""
         return self.deployment.plan
 
     def stream(self) -> Iterator[FlinkEvent]:
@@ -59,8 +61,10 @@ class FlinkRun:
                                      "deploys the loaded SQL (its code_version); reload the code location to deploy "
                                      "the new text")
         try:
-            for result in self.deployment.run():
-                yield from self._events(result)
+            with steps_in_run_log(self.context.log):
+                for result in self.deployment.run():
+                    self.context.log.info(step_done(result))
+                    yield from self._events(result)
             yield from self._remaining_checks()
         except (DeploymentFailed, Unhealthy) as error:
             raise Failure(description=str(error)) from None
@@ -71,6 +75,7 @@ class FlinkRun:
             raise Failure(description="blocking checks failed: " + "; ".join(self.failed_blocking))
 
     def wait(self) -> list[FlinkEvent]:
+        """Run the plan to its end; every event `.stream()` would yield, at once."""
         return list(self.stream())
 
     def _remaining_checks(self) -> Iterator[FlinkEvent]:

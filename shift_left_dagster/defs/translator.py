@@ -18,6 +18,7 @@ from dagster import (
     TableSchema,
 )
 
+from shift_left_dagster.defs.pictures import lineage_markdown, neighbourhood_markdown
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable
 from shift_left_dagster.project.lineage import project_lineage
@@ -27,6 +28,7 @@ class FlinkTranslator:
     """Every hook takes the `FlinkTable` (and the graph where relations matter)."""
 
     def get_asset_key(self, table: FlinkTable) -> AssetKey:
+        """The table's asset key (default: its name); two tables mapped to one key is an error."""
         return AssetKey([table.name])
 
     def get_external_asset_key(self, topic: str) -> AssetKey:
@@ -34,26 +36,32 @@ class FlinkTranslator:
         return AssetKey([topic])
 
     def get_group_name(self, table: FlinkTable) -> str:
+        """Default: the table's product folder (p1, c360, ...), else `flink`."""
         return table.product or "flink"
 
     def get_owners(self, table: FlinkTable) -> list[str]:
+        """Dagster owners (`team:data`, e-mails); default none."""
         return []
 
     def get_automation_condition(self, table: FlinkTable) -> AutomationCondition | None:
+        """Default none: tables deploy when asked (or by the git sensor)."""
         return None
 
     def get_tags(self, table: FlinkTable) -> dict[str, str]:
+        """`flink/type` and `flink/state_form`."""
         tags = {"flink/type": table.type}
         if table.state_form:
             tags["flink/state_form"] = table.state_form.value
         return tags
 
     def get_description(self, table: FlinkTable) -> str:
+        """The table's type, name and state form with why."""
         form = table.state_form.value if table.state_form else "no DML"
         reasons = f": {', '.join(table.dml.state_reasons)}" if table.dml and table.dml.state_reasons else ""
         return f"{table.type} table {table.name} ({form}{reasons})"
 
     def get_metadata(self, table: FlinkTable, graph: ProjectGraph) -> dict[str, Any]:
+        """Files, key, changelog mode, external sources, column schema and lineage, code references."""
         metadata: dict[str, Any] = {
             "flink/table": table.name,  # how a run finds the table an asset is (defs/info.py)
             "ddl_path": table.ddl_path,
@@ -63,14 +71,16 @@ class FlinkTranslator:
             "external_sources": ", ".join(graph.external_sources[table.name]) or None,
         }
         if table.ddl and table.ddl.columns:
-            metadata["dagster/column_schema"] = TableSchema(
-                columns=[TableColumn(name=c.name, type=c.type or "computed") for c in table.ddl.columns])
+            metadata["dagster/column_schema"] = TableSchema(columns=[
+                TableColumn(name=c.name, type=c.type or "computed", description=c.comment) for c in table.ddl.columns])
         metadata["dagster/column_lineage"] = self.get_column_lineage(table, graph)
-        unknown = project_lineage(graph).all()[table.name].unknown
-        metadata["column_lineage_unknown"] = dict(unknown) if unknown else None  # why a column has no lineage
-        path = table.dml_path or table.ddl_path
-        if path:
-            metadata.update(code_references(graph.inventory.root / path))
+        traced = project_lineage(graph).all()[table.name]
+        metadata["column_lineage_unknown"] = dict(traced.unknown) if traced.unknown else None  # why not traced
+        metadata["column_lineage_table"] = lineage_markdown(traced)  # the OSS UI does not draw column lineage
+        metadata["neighbourhood"] = neighbourhood_markdown(table.name, graph)
+        files = [graph.inventory.root / path for path in (table.ddl_path, table.dml_path) if path]
+        if files:
+            metadata.update(code_references(*((file, 1) for file in files)))
         return {k: v for k, v in metadata.items() if v is not None}
 
     def get_column_lineage(self, table: FlinkTable, graph: ProjectGraph) -> TableColumnLineage | None:
@@ -87,6 +97,7 @@ class FlinkTranslator:
             for column, parents in traced.columns.items()})
 
     def get_asset_spec(self, table: FlinkTable, graph: ProjectGraph) -> AssetSpec:
+        """The whole spec from the hooks above; override it to change anything at once."""
         deps = [self.get_asset_key(graph.tables[p]) for p in graph.parents[table.name]]
         deps += [self.get_external_asset_key(e) for e in graph.external_sources[table.name]]
         return AssetSpec(
@@ -112,10 +123,10 @@ class FlinkTranslator:
 CODE_REFERENCES = "dagster/code_references"  # the metadata key the UI links a definition's code from
 
 
-def code_references(file: Path, line: int = 1) -> dict[str, CodeReferencesMetadataValue]:
-    """Metadata linking to a SQL file's line (Dagster marks code references beta; the warning says nothing
-    to users)."""
+def code_references(*places: tuple[Path, int]) -> dict[str, CodeReferencesMetadataValue]:
+    """Metadata linking to SQL files' lines, e.g. the DDL and the DML (Dagster marks code references beta;
+    the warning says nothing to users)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return {CODE_REFERENCES: CodeReferencesMetadataValue(
-            code_references=[LocalFileCodeReference(file_path=str(file), line_number=line)])}
+        return {CODE_REFERENCES: CodeReferencesMetadataValue(code_references=[
+            LocalFileCodeReference(file_path=str(file), line_number=line) for file, line in places])}

@@ -33,6 +33,7 @@ class Column(BaseModel):
     nullable: bool = True
     computed: bool = False  # `c AS expr` or a METADATA ... VIRTUAL column: not written by INSERT
     metadata_key: str | None = None
+    comment: str | None = None  # the DDL's COMMENT 'text': the column's description in Dagster
 
 
 class DdlInfo(BaseModel):
@@ -110,9 +111,12 @@ def _column(column: exp.ColumnDef) -> Column:
     computed = False
     metadata_key = None
     nullable = True
+    comment = None
     for constraint in column.constraints:
         kind_node = constraint.kind
-        if isinstance(kind_node, exp.ComputedColumnConstraint):
+        if isinstance(kind_node, exp.CommentColumnConstraint):
+            comment = kind_node.name
+        elif isinstance(kind_node, exp.ComputedColumnConstraint):
             computed = True
         elif isinstance(kind_node, MetadataColumnConstraint):
             metadata_key = kind_node.name or column.name
@@ -129,6 +133,7 @@ def _column(column: exp.ColumnDef) -> Column:
         nullable=nullable,
         computed=computed,
         metadata_key=metadata_key,
+        comment=comment,
     )
 
 

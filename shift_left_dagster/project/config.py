@@ -322,7 +322,7 @@ def load_config(path: Path | None = None, environ: Mapping[str, str] | None = No
     except FileNotFoundError:
         raise ConfigFileError(file, ["file not found (set CONFIG_FILE or pass a path)"]) from None
     except yaml.YAMLError as exc:
-        raise ConfigFileError(file, [f"not valid YAML: {exc}"]) from None
+        raise ConfigFileError(file, [f"not valid YAML: {_yaml_problem(exc)}"]) from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -394,6 +394,16 @@ _MESSAGES = {
     "model_type": "not a mapping",
     "model_attributes_type": "not a mapping",
 }
+
+
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    """PyYAML's message spans 6-8 lines (context, quoted source, carets): keep where and what, on one line."""
+    if not isinstance(error, yaml.MarkedYAMLError) or error.problem_mark is None:
+        return " ".join(str(error).split())
+    mark = error.problem_mark
+    started = (f" ({error.context} from line {error.context_mark.line + 1})"
+               if error.context and error.context_mark is not None else "")
+    return f"line {mark.line + 1}, column {mark.column + 1}: {error.problem}{started}"
 
 
 def _describe(error: Any, placeholders: set[str]) -> str:

@@ -102,7 +102,7 @@ class ProjectGraph:
         if name in self.broken and name not in self.tables:
             raise ProjectError([f"table {name!r} is excluded: {self.broken[name].reason}"])
         if name not in self.tables:
-            raise ProjectError([f"unknown table {name!r}: not defined under {self.inventory.root}/pipelines"])
+            raise ProjectError([f"unknown table {name!r}: not defined under {self.inventory.pipelines}"])
 
     def _file_of(self, name: str) -> str:
         table = self.tables[name]

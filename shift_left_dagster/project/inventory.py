@@ -93,6 +93,7 @@ class Inventory(BaseModel):
     """Every healthy table of a project, keyed by name, sorted; and the tables left out, with why."""
 
     root: Path
+    pipelines: Path  # the folder read (usually root/pipelines; any name when given explicitly)
     tables: dict[str, FlinkTable]
     broken: list[BrokenTable] = Field(default_factory=list)  # sorted by table
 
@@ -141,13 +142,23 @@ def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inven
     pipelines = resolve_pipelines_dir(pipelines_dir)
     root = pipelines.parent
     files = _discover(pipelines)
+    if not files:
+        raise ProjectError([_no_tables(pipelines)])
     cache = AnalysisCache(root) if use_cache else None
     analyses, failures = _analyse_all(root, files, cache)
     deleted = deleted_in_git(pipelines) if any(f.ddl is None or f.dml is None for f in files) else set()
     tables, broken = _assemble(files, analyses, failures, deleted)
     broken = exclude_broken({n: _source_of(t) for n, t in tables.items()}, broken)
     healthy = {n: t for n, t in sorted(tables.items()) if n not in {b.table for b in broken}}
-    return Inventory(root=root, tables=_with_changelog_state(healthy), broken=broken)
+    return Inventory(root=root, pipelines=pipelines, tables=_with_changelog_state(healthy), broken=broken)
+
+
+def _no_tables(pipelines: Path) -> str:
+    """Why a folder holds no table: a wrong path is the usual cause, so say what was expected there."""
+    kinds = [name for name in FOLDER_TYPES if (pipelines / name).is_dir()]
+    found = f"{', '.join(f'{k}/' for k in kinds)} hold(s) none" if kinds else "none of " + ", ".join(
+        f"{k}/" for k in list(FOLDER_TYPES)[:5]) + " is there"
+    return f"{pipelines}: no table folder (<type>/<product>/<table>/sql-scripts): {found}; is it the pipelines folder?"
 
 
 # -- discovery -------------------------------------------------------------------------------

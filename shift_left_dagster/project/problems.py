@@ -55,7 +55,7 @@ class BrokenTable(ProjectProblem):
             return str(self)
         root = self.excluded_because[-1]
         through = f" through {' -> '.join(self.excluded_because[:-1])}" if len(self.excluded_because) > 1 else ""
-        return f"depends on broken table {root}{through}: {self}"
+        return f"depends on broken table {root}{through} ({self.file}:{self.line})"  # the fault: said once, by root
 
 
 def exclude_broken(candidates: dict[str, TableSource], broken: list[BrokenTable]) -> list[BrokenTable]:

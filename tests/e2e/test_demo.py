@@ -26,11 +26,20 @@ def test_demo_leaves_an_instance_showing_every_deployed_table(tmp_path: Path) ->
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "PIPELINES", "CONFIG_FILE")}
     cli = [sys.executable, "-m", "shift_left_dagster.cli"]
     try:
-        demo = subprocess.run([*cli, "demo"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-        assert demo.returncode == 0, demo.stdout[-3000:] + demo.stderr[-3000:]
+        # The run's steps are printed as they happen: each line is read while the demo is still running.
+        with subprocess.Popen([*cli, "demo"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) as demo:
+            lines = [(line, demo.poll() is None) for line in demo.stdout or []]
+            stderr = demo.stderr.read() if demo.stderr else ""
+        stdout = "".join(line for line, _ in lines)
+        assert demo.returncode == 0, stdout[-3000:] + stderr[-3000:]
+        steps = [(line, live) for line, live in lines if line.strip().startswith("step ")]
+        assert any("done: deploy fct_order" in line for line, _ in steps), stdout[-3000:]
+        assert all(live for _, live in steps)  # printed while dg launch ran, not after it
+        assert stdout.index("done: deploy fct_order") < stdout.index("statements of the deployment")
         home = tmp_path / ".shift_left_dagster" / "dagster_home"
-        assert f"DAGSTER_HOME={home}" in demo.stdout and "local stop" in demo.stdout
-        assert "local-p1-dml-fct-order" in demo.stdout
+        assert f"DAGSTER_HOME={home}" in stdout and "local stop" in stdout
+        assert "local-p1-dml-fct-order" in stdout
         with DagsterInstance.from_config(str(home)) as instance:
             for table in P1:
                 assert instance.get_latest_materialization_event(AssetKey(table)) is not None, table

@@ -8,7 +8,9 @@ outside its data folder.
 from __future__ import annotations
 
 import os
+import site
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -81,8 +83,17 @@ def read_results(client: ConfluentClient, name: str, readers: int) -> tuple[Timi
     return timings, [list(rows) for rows in results]  # type: ignore[call-overload]
 
 
+def installed_roots() -> tuple[str, ...]:
+    """Where Python, its packages and Spark are installed: a venv under /tmp is common, and the jars and
+    libraries a process maps from there are installed files, not scratch files it made."""
+    places = [sys.prefix, sys.base_prefix, sys.exec_prefix, *site.getsitepackages(), site.getusersitepackages(),
+              os.environ.get("SPARK_HOME", ""), os.environ.get("JAVA_HOME", "")]
+    return tuple(sorted({f"{os.path.realpath(p)}/" for p in places if p}))
+
+
 def files_outside(pid: int, folder: Path, roots: Sequence[str] = ("/tmp/", "/var/tmp/", "/dev/shm/")) -> list[str]:
-    """Files under scratch ``roots`` that ``pid`` has open or mapped and that are not under ``folder``."""
+    """Scratch files: files under ``roots`` that ``pid`` has open or mapped, not under ``folder`` and not
+    installed (see installed_roots)."""
     paths: list[str] = []
     fd_dir = Path(f"/proc/{pid}/fd")
     for entry in fd_dir.iterdir() if fd_dir.exists() else []:
@@ -95,9 +106,9 @@ def files_outside(pid: int, folder: Path, roots: Sequence[str] = ("/tmp/", "/var
     except OSError:
         maps = []
     paths += [parts[5] for parts in (line.split(maxsplit=5) for line in maps) if len(parts) == 6]
-    inside = f"{os.path.realpath(folder)}/"
+    kept = (f"{os.path.realpath(folder)}/", *installed_roots())
     cleaned = {p.removesuffix(" (deleted)") for p in paths}
-    return sorted(p for p in cleaned if p.startswith(tuple(roots)) and not p.startswith(inside))
+    return sorted(p for p in cleaned if p.startswith(tuple(roots)) and not p.startswith(kept))
 
 
 def median(values: Sequence[float]) -> float:

@@ -1,6 +1,9 @@
 """A stateless statement keeps each source partition's order (as Flink does), whether its run sorts
 by offsets or, when Spark reads each source partition whole and in order, writes without the sort.
-Expected orders come from the source log as stored, compared in plain Python."""
+Expected orders come from the source log as stored, compared in plain Python.
+
+Records are written on the engine thread (`on_engine_thread`), several batches in one call where a test
+needs one run to find them all: a busy machine then can not slip a run between them."""
 
 from __future__ import annotations
 
@@ -21,6 +24,8 @@ from shift_left_dagster.local.spark import keeps_row_order
 from shift_left_dagster.local.storage import TableLogs
 from tests.integration.support import client_for, quiesce, run, unique
 
+pytestmark = [pytest.mark.spark, pytest.mark.service]
+
 
 @pytest.fixture
 def service(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessService]:
@@ -38,15 +43,20 @@ def table(service: InProcessService, name: str) -> TableDef:
     return found
 
 
-def load(service: InProcessService, source: TableDef, first: int, count: int) -> None:
-    """One batch of `count` records (ids from `first`), spread over the table's partitions."""
-    spark = service.engine.logs.spark
-    rows = spark.range(first, first + count, numPartitions=3).select(
-        F.col("id"), F.concat(F.lit("t"), F.col("id").cast("string")).alias("tag"),
-        F.current_timestamp().alias(ROWTIME), F.lit(INSERT).cast("tinyint").alias(OP))
-    batch = service.engine.logs.write(source, rows, producer=None)
-    assert batch is not None
-    service.engine.store.append_batches([batch])
+def load(service: InProcessService, source: TableDef, *ranges: tuple[int, int]) -> None:
+    """One batch per (first id, count) range, spread over the table's partitions, all written in one call
+    on the engine thread: no run sees some of them without the others."""
+    def write() -> None:
+        spark = service.engine.logs.spark
+        for first, count in ranges:
+            rows = spark.range(first, first + count, numPartitions=3).select(
+                F.col("id"), F.concat(F.lit("t"), F.col("id").cast("string")).alias("tag"),
+                F.current_timestamp().alias(ROWTIME), F.lit(INSERT).cast("tinyint").alias(OP))
+            batch = service.engine.logs.write(source, rows, producer=None)
+            assert batch is not None
+            service.engine.store.append_batches([batch])
+
+    service.engine.on_engine_thread(write, timeout=300)
 
 
 def logged(logs: TableLogs, table: TableDef) -> list[tuple[int, int, int]]:
@@ -92,13 +102,12 @@ def kept(first: int, count: int) -> set[int]:
 
 def test_a_run_over_whole_files_writes_without_sorting_in_source_order(service: InProcessService) -> None:
     source, sink, flags = started(service)
-    load(service, source, 0, 3000)
+    load(service, source, (0, 3000))
     quiesce(service.url)
-    load(service, source, 3000, 2000)
+    load(service, source, (3000, 2000))
     quiesce(service.url)
     assert flags[-2:] == [True, True]  # each run read one file per partition: no sort needed
-    for first, count in ((5000, 100), (5100, 300), (5400, 500)):  # Spark reads larger files first
-        load(service, source, first, count)
+    load(service, source, (5000, 100), (5100, 300), (5400, 500))  # Spark reads larger files first
     quiesce(service.url)
     assert_source_order_kept(service.engine.logs, source, sink, kept(0, 5900))
     assert flags[-1] is False  # two files per partition: the run sorts
@@ -106,7 +115,7 @@ def test_a_run_over_whole_files_writes_without_sorting_in_source_order(service: 
 
 def test_a_file_spark_splits_is_sorted(service: InProcessService, spark: SparkSession) -> None:
     source, sink, flags = started(service)
-    load(service, source, 0, 3000)
+    load(service, source, (0, 3000))
     for file in service.engine.store.batches(source.uid)[0].files:  # the same records, in row groups of 100
         path = service.data_dir / file
         pq.write_table(pq.read_table(path), str(path), row_group_size=100)

@@ -23,7 +23,7 @@ from shift_left_dagster.project.config import local_defaults
 from tests.integration.load import files_outside
 from tests.integration.support import SNAPSHOT, client_for, run, unique
 
-pytestmark = pytest.mark.service
+pytestmark = [pytest.mark.spark, pytest.mark.service]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -112,10 +112,11 @@ def test_specs_link_to_their_sql_file_through_dagster_public_code_references():
     spec = next(s for s in multi.specs if s.key == AssetKey("fct_order"))
     value = spec.metadata["dagster/code_references"]
     assert isinstance(value, CodeReferencesMetadataValue)
-    (reference,) = value.code_references
-    assert isinstance(reference, LocalFileCodeReference)
-    assert reference.file_path.endswith("/facts/p1/fct_order/sql-scripts/dml.fct_order.sql")
-    assert reference.line_number == 1
+    ddl, dml = value.code_references  # both files (issue 29)
+    assert isinstance(ddl, LocalFileCodeReference) and isinstance(dml, LocalFileCodeReference)
+    assert ddl.file_path.endswith("/facts/p1/fct_order/sql-scripts/ddl.fct_order.sql")
+    assert dml.file_path.endswith("/facts/p1/fct_order/sql-scripts/dml.fct_order.sql")
+    assert ddl.line_number == dml.line_number == 1
 
 
 def test_the_health_sensors_checks_are_declared_on_tables_with_a_dml_and_never_block():
