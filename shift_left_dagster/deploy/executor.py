@@ -4,7 +4,10 @@ Independent steps run concurrently (bounded); each waits for its statements'
 phases; the first failure stops the plan and says which step, which statement
 and why. Nothing destructive happens before the replacement is known to
 compile on the target, and an in-place replacement that fails puts the old
-statement back from the same offsets.
+statement back from the same offsets. Each step keeps its own state (the
+statement it acts on). `stop()` (a terminated run, Ctrl-C, a closed generator)
+starts no new step and makes every wait give up at its next poll, except inside
+an in-place swap or a seed, which finish; `DeploymentStopped` says what ran.
 """
 
 from __future__ import annotations
