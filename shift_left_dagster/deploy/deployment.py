@@ -183,7 +183,7 @@ class Deployer:
 
     def deploy_commit(self, since: str, until: str = "HEAD") -> Deployment:
         """What the commits (since, until] changed in the pipelines folder, blue/green."""
-        repo, pipelines = repository_of(self.graph.inventory.root / "pipelines")
+        repo, pipelines = repository_of(self.graph.inventory.pipelines)
         changes = detect_changes(repo, since, until, pipelines)
         return self._planned(lambda live: commit_plan(self.graph, changes, live, self.options(live)))
 
