@@ -16,7 +16,7 @@ from pathlib import Path
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from shift_left_dagster.local.connect_offer import read_offer
+from shift_left_dagster.local.connect_offer import ConnectOffer, read_offer
 from shift_left_dagster.local.spark import SPARK_MASTER_ENV, get_spark
 
 # Sent when the session is created: the local engine's settings that change results or cost.
@@ -26,15 +26,24 @@ CONNECT_SESSION_CONF = {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.
 def checks_session(local_service_dir: str | Path | None) -> SparkSession:
     """The session of the checks of one run (see the module docstring); `local_service_dir`: the data
     folder of the local service that is the run's target (None: the target is not the local service)."""
-    if SparkContext._active_spark_context is not None or os.environ.get(SPARK_MASTER_ENV):
-        return get_spark()
-    offer = read_offer(local_service_dir) if local_service_dir else None
+    offer = _service_offer(local_service_dir)
     if offer is None:
         return get_spark()
     builder = SparkSession.builder.remote(offer.url())
     for key, value in CONNECT_SESSION_CONF.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def connects(local_service_dir: str | Path | None) -> bool:
+    """Whether `checks_session` would open a Spark Connect session (and start no JVM)."""
+    return _service_offer(local_service_dir) is not None
+
+
+def _service_offer(local_service_dir: str | Path | None) -> ConnectOffer | None:
+    if SparkContext._active_spark_context is not None or os.environ.get(SPARK_MASTER_ENV):
+        return None
+    return read_offer(local_service_dir) if local_service_dir else None
 
 
 def end_session(spark: SparkSession) -> None:

@@ -5,6 +5,7 @@ the run-scoped `RunChecks` the deploying op uses to check each table it just dep
 """
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -35,7 +36,7 @@ from shift_left_dagster.checks import (
 )
 from shift_left_dagster.checks.data_tests import DataTest
 from shift_left_dagster.checks.models import DESCRIPTIONS, SensorCheck
-from shift_left_dagster.checks.session import checks_session, end_session, is_connect
+from shift_left_dagster.checks.session import checks_session, connects, end_session, is_connect
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.project.inventory import FlinkTable
 
@@ -66,9 +67,24 @@ class SparkResource(ConfigurableResource):
     _session: SparkSession | None = PrivateAttr(default=None)
 
     _offered: bool = PrivateAttr(default=False)
+    _opening: "Future[SparkSession] | None" = PrivateAttr(default=None)
+
+    def open_early(self, local_service_dir: str) -> None:
+        """Open the local service's Spark Connect session in the background, while the run deploys: its
+        client's imports and handshake are then done when the first check needs them. Only a session
+        that starts no JVM (nothing configured, the service offers its Spark); any other opens on first
+        use, as before."""
+        if self._session is None and self._opening is None and not (self.master or self.remote or self.config) \
+                and connects(local_service_dir):
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checks-spark")
+            self._opening = pool.submit(checks_session, local_service_dir)
+            pool.shutdown(wait=False)  # the thread ends with its one task
 
     def get_session(self, local_service_dir: str | None = None) -> SparkSession:
         """`local_service_dir`: the data folder of the local service the run deploys to, if it does."""
+        if self._session is None and self._opening is not None:
+            self._session, self._opening = self._opening.result(), None
+            self._offered = True
         if self._session is None:
             if self.master or self.remote or self.config:
                 settings = {"spark.sql.session.timeZone": "UTC", **self.config}
@@ -82,6 +98,8 @@ class SparkResource(ConfigurableResource):
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         """The local service's Connect session is released when the run ends (a configured one is the
         cluster owner's)."""
+        if self._opening is not None and self._opening.exception() is None:  # opened for checks that never ran
+            self._session, self._offered = self._opening.result(), True
         if self._session is not None and self._offered:
             end_session(self._session)
 
