@@ -9,7 +9,7 @@ Which one is configuration (SinkConfig), not a code path of the checks.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -18,8 +18,10 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from shift_left_dagster.confluent.models import Statement
-from shift_left_dagster.local.reader import LocalData
+from shift_left_dagster.local.reader import LocalData, LocalDataError
 from shift_left_dagster.local.settings import resolve_data_dir
+from shift_left_dagster.local.spark import without_codegen
+from shift_left_dagster.local.storage import DRIVER_ROWS
 from shift_left_dagster.local.types import spark_type_of
 from shift_left_dagster.local.windows import fired_args, gate_windows
 from shift_left_dagster.project.dialect import StatementSet
@@ -46,6 +48,11 @@ class SinkReader(Protocol):
 
     def snapshot(self) -> AbstractContextManager[None]:
         """Reads inside see one consistent state (a statement's progress with the data it wrote)."""
+
+    def sized(self, sink: str, statement: Statement | None) -> AbstractContextManager[None]:
+        """Queries inside are planned for the records `sink` and its statement's sources hold: without
+        code generation when they are few, as the engine runs them (same results; compiling costs more
+        than it saves on a few rows)."""
 
     def rows(self, table: str) -> DataFrame:
         """The table's current rows."""
@@ -78,6 +85,14 @@ class LocalSinkReader:
 
     def snapshot(self) -> AbstractContextManager[None]:
         return self.data.snapshot()
+
+    def sized(self, sink: str, statement: Statement | None) -> AbstractContextManager[None]:
+        try:
+            held = sum(self.data.store.end_offsets(self.data.table(sink).uid).values())
+        except LocalDataError:  # no such table: the checks say so
+            return nullcontext()
+        held += sum((self.source_records(statement) or {}).values()) if statement is not None else 0
+        return without_codegen(self.data.logs.spark) if held <= DRIVER_ROWS else nullcontext()
 
     def rows(self, table: str) -> DataFrame:
         return self.data.current_rows(self.data.table(table))
@@ -127,6 +142,9 @@ class FilesSinkReader:
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         yield
+
+    def sized(self, sink: str, statement: Statement | None) -> AbstractContextManager[None]:
+        return nullcontext()  # landed files: their size is not known before reading them
 
     def rows(self, table: str) -> DataFrame:
         location = self.config.path_template.format(table=table)  # type: ignore[union-attr]

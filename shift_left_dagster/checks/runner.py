@@ -121,7 +121,7 @@ def run_checks(
         reads = any(isinstance(c, DataTest) or c in DATA_CHECKS for c in wanted)
         waited = catch_up(reader, statement, settings.catch_up_seconds, settings.catch_up_poll_seconds) \
             if reads else None
-        with reader.snapshot():
+        with reader.snapshot(), reader.sized(sink, statement):
             for check in wanted:
                 outcomes.append(evaluate(check, table, sink, reader, statement, settings, waited))
     return outcomes

@@ -5,6 +5,7 @@ the run-scoped `RunChecks` the deploying op uses to check each table it just dep
 """
 
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -15,6 +16,7 @@ from dagster import (
     AssetCheckSpec,
     AssetKey,
     ConfigurableResource,
+    InitResourceContext,
     MetadataValue,
 )
 from dagster_pyspark.resources import spark_session_from_config
@@ -34,8 +36,8 @@ from shift_left_dagster.checks import (
 )
 from shift_left_dagster.checks.data_tests import DataTest
 from shift_left_dagster.checks.models import DESCRIPTIONS, SensorCheck
+from shift_left_dagster.checks.session import checks_session, connects, end_session, is_connect
 from shift_left_dagster.confluent.client import ConfluentClient
-from shift_left_dagster.local.spark import get_spark
 from shift_left_dagster.project.inventory import FlinkTable
 
 _DEFAULTS = ChecksSettings()
@@ -52,25 +54,54 @@ class FlinkTarget(Protocol):
 
 
 class SparkResource(ConfigurableResource):
-    """The run's one SparkSession, started the first time a check needs it (runs without checks never
-    start Spark): this process's tuned local session by default, else a cluster's
-    (`master`: spark.master URL; `remote`: Spark Connect URL). Sessions run in UTC, as the local engine
-    does, so TIMESTAMP_LTZ -> DATE casts agree with it."""
+    """The run's one SparkSession, opened the first time a check needs it (runs without checks never
+    start Spark): a cluster's when configured (`master`: spark.master URL; `remote`: Spark Connect URL);
+    else one already running: the local service's own Spark through the Spark Connect server it offers
+    when the local service is the target (no JVM in the run), this process's tuned local session
+    otherwise (checks/session.py). Sessions run in UTC, as the local engine does, so
+    TIMESTAMP_LTZ -> DATE casts agree with it."""
 
     master: str | None = Field(default=None, description="spark.master of a cluster, e.g. spark://host:7077")
     remote: str | None = Field(default=None, description="Spark Connect URL, e.g. sc://host:15002")
     config: dict[str, str] = Field(default_factory=dict, description="more Spark settings")
     _session: SparkSession | None = PrivateAttr(default=None)
 
-    def get_session(self) -> SparkSession:
+    _offered: bool = PrivateAttr(default=False)
+    _opening: "Future[SparkSession] | None" = PrivateAttr(default=None)
+
+    def open_early(self, local_service_dir: str) -> None:
+        """Open the local service's Spark Connect session in the background, while the run deploys: its
+        client's imports and handshake are then done when the first check needs them. Only a session
+        that starts no JVM (nothing configured, the service offers its Spark); any other opens on first
+        use, as before."""
+        if self._session is None and self._opening is None and not (self.master or self.remote or self.config) \
+                and connects(local_service_dir):
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checks-spark")
+            self._opening = pool.submit(checks_session, local_service_dir)
+            pool.shutdown(wait=False)  # the thread ends with its one task
+
+    def get_session(self, local_service_dir: str | None = None) -> SparkSession:
+        """`local_service_dir`: the data folder of the local service the run deploys to, if it does."""
+        if self._session is None and self._opening is not None:
+            self._session, self._opening = self._opening.result(), None
+            self._offered = True
         if self._session is None:
             if self.master or self.remote or self.config:
                 settings = {"spark.sql.session.timeZone": "UTC", **self.config}
                 settings.update({k: v for k, v in (("spark.master", self.master), ("spark.remote", self.remote)) if v})
                 self._session = spark_session_from_config(settings)
             else:
-                self._session = get_spark()
+                self._session = checks_session(local_service_dir)
+                self._offered = is_connect(self._session)
         return self._session
+
+    def teardown_after_execution(self, context: InitResourceContext) -> None:
+        """The local service's Connect session is released when the run ends (a configured one is the
+        cluster owner's)."""
+        if self._opening is not None and self._opening.exception() is None:  # opened for checks that never ran
+            self._session, self._offered = self._opening.result(), True
+        if self._session is not None and self._offered:
+            end_session(self._session)
 
 
 class FlinkChecksResource(ConfigurableResource):
@@ -139,7 +170,8 @@ class RunChecks:
         self.client, self.env_name, self.asset_key, self.selected = client, env_name, asset_key, selected
         self.data_tests = data_tests or {}
         self.settings = checks.settings(settings)
-        self._open = lambda: open_reader(checks.sink_config(confluent), spark.get_session())
+        self._open = lambda: open_reader(checks.sink_config(confluent), spark.get_session(
+            confluent.get_local_data_dir() if confluent.is_local else None))
         self._reader: SinkReader | None = None
 
     def __enter__(self) -> "RunChecks":

@@ -6,7 +6,9 @@ The seeds hold 2026-01-01 to 2026-01-05, so those five days are the partitions (
 offers data, not the last 90 empty days) and the last one is the open one: a range reaching 2026-01-05
 redeploys the continuous statements from the range start; a closed range (e.g. 01-02 to 01-03) is rebuilt
 by event time with bounded statements where that is safe, else refused before anything runs
-(see README, "Partitions").
+(see README, "Partitions"). Start with "Materialize all" over the five days: a table's range then
+shows no "Upstream data missing" (Dagster warns while a parent table has not recorded those partitions
+in the instance; a run records them for every table it deploys).
 """
 
 from shift_left_dagster.defs.builder import build_flink_definitions

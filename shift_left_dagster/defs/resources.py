@@ -127,6 +127,7 @@ class ConfluentFlinkResource(ConfigurableResource):
                may_start_children: bool = False, start_at: datetime | None = None,
                checks: FlinkChecksResource | None = None, spark: SparkResource | None = None) -> FlinkRun:
         """Deploy the selected tables (and what they need) in plan order; `.stream()` the events."""
+        self._open_checks_spark_early(context, spark)
         deployer = self.get_deployer(context)
         selected = _selected_tables(context)
         with lease_busy_fails_the_run():
@@ -138,6 +139,7 @@ class ConfluentFlinkResource(ConfigurableResource):
     def deploy_commit(self, *, context: AssetExecutionContext, since: str, until: str = "HEAD",
                       checks: FlinkChecksResource | None = None, spark: SparkResource | None = None) -> FlinkRun:
         """Blue/green: what the commits (since, until] changed, beside the serving versions."""
+        self._open_checks_spark_early(context, spark)
         with lease_busy_fails_the_run():
             deployment = self.get_deployer(context).deploy_commit(since, until)
         return self._run(context, deployment, checks, spark)
@@ -145,9 +147,17 @@ class ConfluentFlinkResource(ConfigurableResource):
     def backfill(self, *, context: AssetExecutionContext, window: TimeWindow,
                  checks: FlinkChecksResource | None = None, spark: SparkResource | None = None) -> FlinkRun:
         """Rebuild a closed window of event time of the selected tables with bounded statements."""
+        self._open_checks_spark_early(context, spark)
         with lease_busy_fails_the_run(), refusal_fails_the_run(window):
             deployment = self.get_deployer(context).backfill(_selected_tables(context), window.start, window.end)
         return self._run(context, deployment, checks, spark)
+
+    def _open_checks_spark_early(self, context: AssetExecutionContext, spark: SparkResource | None) -> None:
+        """A run with checks to evaluate on the local service opens their Spark session while it deploys."""
+        info = flink_assets_info(context)
+        if spark is not None and self.is_local and (info.checks.enabled or info.data_tests) \
+                and context.selected_asset_check_keys:
+            spark.open_early(self.get_local_data_dir())
 
     def _run(self, context: AssetExecutionContext, deployment: Deployment,
              checks: FlinkChecksResource | None, spark: SparkResource | None) -> FlinkRun:

@@ -126,9 +126,14 @@ class FlinkRun:
         if table in self.selected:
             yield MaterializeResult(asset_key=key, metadata=metadata)
         elif step.action != Action.SKIP:
-            self.context.log_event(AssetMaterialization(asset_key=key, metadata=metadata,
-                                                        description=f"{step.action.value} outside the selection: "
-                                                                    f"{step.reason}"))
+            # In a partitioned run, one per partition of the run's range: the table the plan deployed to serve
+            # the selection holds those partitions, and Dagster's backfill dialog reads them (else it warns
+            # "Upstream data missing" on its children's ranges).
+            partitions = self.context.partition_keys if self.context.has_partition_key_range else [None]
+            for partition in partitions:
+                self.context.log_event(AssetMaterialization(
+                    asset_key=key, metadata=metadata, partition=partition,
+                    description=f"{step.action.value} outside the selection: {step.reason}"))
         else:
             return
         if self.checks is None or step.action in (Action.PROMOTE, Action.ROLLBACK, Action.UNDEPLOY):

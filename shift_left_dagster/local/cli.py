@@ -21,20 +21,26 @@ DataDirOption = Annotated[
 
 
 def _print(info: LocalServiceInfo, as_json: bool) -> None:
-    """Human lines, or JSON with everything a client needs: URL, ids, and the key and secret the service accepts."""
+    """Human lines, or JSON with everything a client needs: URL, ids, the key and secret the service accepts,
+    and the Spark Connect URL (with its token) of the service's Spark."""
+    from shift_left_dagster.local.connect_offer import read_offer
+
+    offer = read_offer(info.data_dir) if info.running else None
     if as_json:
         from shift_left_dagster.local.settings import credentials
 
         key, secret = credentials()
         endpoints = {"flink_endpoint": info.url, "kafka_rest_endpoint": info.url,  # one service answers all three
                      "schema_registry_endpoint": info.url}
-        typer.echo(json.dumps({**info.model_dump(mode="json"), **endpoints, "api_key": key, "api_secret": secret},
-                              indent=1))
+        typer.echo(json.dumps({**info.model_dump(mode="json"), **endpoints, "api_key": key, "api_secret": secret,
+                               "spark_connect_url": offer.url() if offer else None}, indent=1))
         return
     state = "running" if info.running else "not running"
     typer.echo(f"local service {state}: {info.url} (pid {info.pid or '-'}, data {info.data_dir})")
     typer.echo(f"  organization {info.organization_id}, environment {info.environment_id}, "
                f"cluster {info.cluster_id}, compute pool {info.compute_pool_id}")
+    if offer is not None:  # its token only in --json, as the API secret
+        typer.echo(f"  Spark Connect on 127.0.0.1:{offer.port} (URL with its token: local status --json)")
 
 
 @local_app.command()

@@ -122,6 +122,18 @@ def end_group(pgid: int, module: str, grace: float = 10.0) -> list[int]:
     return ours
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie has ended)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    state = Path(f"/proc/{pid}/stat")
+    return not (state.exists() and state.read_text().split(") ", 1)[-1].startswith("Z"))
+
+
 def _signal(pid: int, sig: int) -> None:
     try:
         os.kill(pid, sig)

@@ -24,16 +24,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 import uvicorn
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretStr
 from pyspark.sql import SparkSession
 
 from shift_left_dagster.local.compaction import CompactionPolicy
+from shift_left_dagster.local.connect_offer import (
+    DEFAULT_CONNECT_PORT,
+    TOKEN_ENV,
+    ConnectOffer,
+    new_token,
+    withdraw_offer,
+    write_offer,
+)
 from shift_left_dagster.local.engine import Engine
 from shift_left_dagster.local.health import OtherFolderService, ServiceError, port_is_free, probe
-from shift_left_dagster.local.lifetime import TMP_DIR, confine_to, end_group, spark_dies_with_this_process
+from shift_left_dagster.local.lifetime import TMP_DIR, alive, confine_to, end_group, spark_dies_with_this_process
 from shift_left_dagster.local.server import create_app
 from shift_left_dagster.local.settings import DEFAULT_PORT, HOST, IDENTITY, credentials, resolve_data_dir
-from shift_left_dagster.local.spark import get_spark
+from shift_left_dagster.local.spark import get_spark, start_connect_server, stop_connect_server
 
 PID_FILE, STATE_FILE, LOG_FILE = "service.pid", "service.json", "service.log"
 MODULE = "shift_left_dagster.local.process"
@@ -56,6 +64,7 @@ class LocalServiceInfo(BaseModel):
     cluster_id: str = IDENTITY.cluster_id
     compute_pool_id: str = IDENTITY.compute_pool_id
     data_dir: str
+    spark_connect_port: int | None = None  # the service's Spark offered through Spark Connect (connect_offer.py)
     running: bool = False
 
 
@@ -128,12 +137,15 @@ def start(data_dir: str | Path | None = None, port: int | None = None, timeout: 
     root.mkdir(parents=True, exist_ok=True)
     _end_leftovers(root)  # a crashed service's JVM, should one have survived it
     chosen = _choose_port(root, current, port)
+    connect_port = _choose_connect_port(root, current, chosen)
     with open(root / LOG_FILE, "ab") as log:
         child = subprocess.Popen(
-            [sys.executable, "-m", MODULE, "--data-dir", str(root), "--port", str(chosen)],
+            [sys.executable, "-m", MODULE, "--data-dir", str(root), "--port", str(chosen),
+             "--spark-connect-port", str(connect_port)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, cwd=root, start_new_session=True,
         )
-    info = LocalServiceInfo(url=f"http://{HOST}:{chosen}", port=chosen, pid=child.pid, data_dir=str(root))
+    info = LocalServiceInfo(url=f"http://{HOST}:{chosen}", port=chosen, pid=child.pid, data_dir=str(root),
+                            spark_connect_port=connect_port)
     (root / PID_FILE).write_text(f"{child.pid}\n")
     (root / STATE_FILE).write_text(info.model_dump_json(indent=1, exclude={"running"}))
     deadline = time.monotonic() + timeout
@@ -170,15 +182,17 @@ def stop(data_dir: str | Path | None = None, timeout: float = 30.0) -> bool:
     if pid is None:
         _end_leftovers(root)
         (root / PID_FILE).unlink(missing_ok=True)
+        withdraw_offer(root)
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _alive(pid):
+    if alive(pid):
         os.kill(pid, signal.SIGKILL)
     end_group(pid, MODULE)  # the service led its group: its JVM and workers are in it
     (root / PID_FILE).unlink(missing_ok=True)
+    withdraw_offer(root)  # its Spark Connect server ended with its JVM (uvicorn ends the process on SIGTERM)
     return True
 
 
@@ -210,13 +224,23 @@ def _choose_port(root: Path, current: LocalServiceInfo, port: int | None) -> int
     return wanted
 
 
+def _choose_connect_port(root: Path, current: LocalServiceInfo, service_port: int) -> int:
+    """The Spark Connect server's port, chosen as the service's own: the recorded one, else Spark
+    Connect's default, else (taken) a free one."""
+    recorded = current.spark_connect_port if (root / STATE_FILE).exists() else None
+    for wanted in (recorded, DEFAULT_CONNECT_PORT):
+        if wanted and wanted != service_port and port_is_free(HOST, wanted):
+            return wanted
+    return free_port()
+
+
 def _end_leftovers(root: Path) -> None:
     """End what survives of the recorded service's process group once the service itself is gone."""
     try:
         recorded = LocalServiceInfo.model_validate_json((root / STATE_FILE).read_text()).pid
     except (OSError, ValueError):
         return
-    if recorded > 0 and not _alive(recorded):
+    if recorded > 0 and not alive(recorded):
         ended = end_group(recorded, MODULE)
         if ended:
             logger.warning("ended %d process(es) left by the crashed service of %s: %s", len(ended), root, ended)
@@ -232,18 +256,7 @@ def _owned_pid(root: Path) -> int | None:
         return None
     args = [part.decode(errors="replace") for part in command]
     ours = pid == recorded and MODULE in args and str(root) in args
-    return pid if ours and _alive(pid) else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    state = Path(f"/proc/{pid}/stat")
-    return not (state.exists() and state.read_text().split(") ", 1)[-1].startswith("Z"))  # a zombie is gone
+    return pid if ours and alive(pid) else None
 
 
 def _is_ours(url: str, root: Path, pid: int) -> bool:
@@ -264,19 +277,68 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog=MODULE)
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--spark-connect-port", type=int, default=None, help="offer Spark through Spark Connect")
     args = parser.parse_args(argv)
     root = resolve_data_dir(args.data_dir)
     shutil.rmtree(root / TMP_DIR, ignore_errors=True)  # a previous run's scratch (a crash leaves some)
+    withdraw_offer(root)  # a crashed service's
     os.environ.update(confine_to(root))
+    os.environ[TOKEN_ENV] = new_token()  # before Spark starts: its JVM reads it (connect_offer.py)
     tempfile.tempdir = None  # read TMPDIR again
     spark_dies_with_this_process()
     engine = Engine(root)
     engine.start()
+    offer = SparkConnectOffer(engine, root, args.spark_connect_port) if args.spark_connect_port else None
+    if offer is not None:
+        offer.start()
     key, secret = credentials()
     try:
         uvicorn.run(create_app(engine, key, secret), host=HOST, port=args.port, log_level="warning", lifespan="off")
     finally:
+        if offer is not None:
+            offer.withdraw()
         engine.stop()
+
+
+class SparkConnectOffer:
+    """The service's Spark served through Spark Connect on `port` once the engine's Spark is up, and
+    said so in the data folder (connect_offer.py); withdrawn, then stopped, when the service stops.
+    Not offered (checks start a Spark of their own) when the server can not start."""
+
+    def __init__(self, engine: Engine, root: Path, port: int) -> None:
+        self.engine, self.root, self.port = engine, root, port
+        self._lock = threading.Lock()
+        self._serving: SparkSession | None = None
+        self._withdrawn = False
+
+    def start(self) -> None:
+        threading.Thread(target=self._serve, name="shift-left-spark-connect", daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self.engine.ready:
+            time.sleep(0.1)
+        with self._lock:
+            if self.engine.startup_error is not None or self._withdrawn:
+                return
+            spark = get_spark()  # the engine's, started
+            try:
+                listening = start_connect_server(spark, HOST, self.port)
+            except Exception as error:  # a port taken meanwhile, a JVM without the Connect jar
+                logger.warning("Spark Connect not offered on %s:%d: %s", HOST, self.port, str(error).splitlines()[0])
+                return
+            self._serving = spark
+            token = SecretStr(os.environ[TOKEN_ENV])
+            write_offer(self.root, ConnectOffer(pid=os.getpid(), port=listening, token=token))
+        logger.info("Spark Connect offered on %s:%d", HOST, listening)
+
+    def withdraw(self) -> None:
+        """No client is sent to a server going away; then the server stops (Spark keeps running)."""
+        with self._lock:
+            self._withdrawn = True
+            withdraw_offer(self.root)
+            if self._serving is not None:
+                stop_connect_server(self._serving)
+                self._serving = None
 
 
 if __name__ == "__main__":

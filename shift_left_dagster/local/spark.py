@@ -142,3 +142,34 @@ def keeps_row_order(frame: DataFrame) -> bool:
         return node.nodeName() in _ORDER_KEEPING and all(keeps(children.apply(i)) for i in range(children.size()))
 
     return bool(keeps(plan))
+
+
+# --- Spark Connect: the service's Spark offered to the checks of other processes -----------------
+
+CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"
+
+
+def start_connect_server(spark: SparkSession, host: str, port: int) -> int:
+    """Start a Spark Connect server inside `spark`'s JVM on `host:port` (exactly that port) and return
+    the port it listens on. Clients authenticate with the token the JVM found in its environment
+    (SPARK_CONNECT_AUTHENTICATE_TOKEN, set before Spark started): no secret in Spark's configuration."""
+    assert spark._jvm is not None
+    conf = spark._jsc.sc().conf()  # the running context's own conf, which the server reads at start
+    conf.set("spark.connect.grpc.binding.address", host)
+    conf.set("spark.connect.grpc.binding.port", str(port))
+    conf.set("spark.connect.grpc.port.maxRetries", "0")
+    service = _connect_service(spark)
+    service.start(spark._jsc.sc())
+    return int(service.localPort())
+
+
+def stop_connect_server(spark: SparkSession) -> None:
+    """Stop the Connect server `start_connect_server` started (its sessions end; Spark keeps running)."""
+    assert spark._jvm is not None
+    none = spark._jvm.scala.Option.apply(None)
+    _connect_service(spark).stop(none, none)
+
+
+def _connect_service(spark: SparkSession) -> Any:
+    package = spark._jvm.org.apache.spark.sql.connect.service  # type: ignore[union-attr]
+    return getattr(getattr(package, CONNECT_SERVICE.rsplit(".", 1)[1]), "MODULE$")

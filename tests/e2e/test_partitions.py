@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from dagster import AssetKey, AssetSelection, DagsterInstance, materialize
+from dagster import AssetKey, AssetSelection, DagsterInstance, PartitionKeyRange, materialize
 
 from shift_left_dagster.defs.assets import FlinkProject, build_flink_assets
 from shift_left_dagster.defs.builder import flink_resources
@@ -139,3 +139,28 @@ def test_partition_ranges(service, tmp_path):  # type: ignore[no-untyped-def]
     assert again.success
     assert select(client, "SELECT * FROM clicks") == once_clicks
     assert select(client, "SELECT * FROM clicks_daily") == once_daily
+
+
+def test_a_parent_deployed_for_its_child_holds_the_runs_partitions(spark, tmp_path):  # type: ignore[no-untyped-def]
+    """A range of `clicks_daily` alone (from the partitions start: no history dropped) deploys its parent `clicks` too: `clicks` then holds the range's
+    partitions in the instance, so Dagster's backfill dialog shows no "Upstream data missing" on a range
+    of its children (the dialog reads the same-partitioned parents' materialized partitions)."""
+    root = tmp_path / "project"
+    write_project(root, CLICKS_V1, DAILY_V1)
+    instance = DagsterInstance.ephemeral()
+    partitions = PARTITIONS.definition()
+    last = partitions.get_last_partition_key()
+    with InProcessService(tmp_path / "service", spark_factory=lambda: spark) as running:
+        result = materialize(
+            build_flink_assets(FlinkProject(root / "pipelines"), partitions_def=partitions),
+            selection=AssetSelection.assets(AssetKey("clicks_daily")),
+            resources=flink_resources(ConfluentFlinkResource(mode="local", local_url=running.url)),
+            instance=instance, raise_on_error=False,
+            tags={"dagster/asset_partition_range_start": "2026-01-01", "dagster/asset_partition_range_end": last})
+        assert result.success
+        deployed = {s.spec.statement.split()[2] for s in client_for(running.url).list_statements()
+                    if s.phase == "RUNNING" and s.spec.statement}
+    assert deployed == {"clicks", "clicks_daily"}  # the parent was deployed outside the selection
+    in_range = set(partitions.get_partition_keys_in_range(PartitionKeyRange("2026-01-01", last)))
+    assert instance.get_materialized_partitions(AssetKey("clicks")) == in_range
+    assert instance.get_materialized_partitions(AssetKey("clicks_daily")) == in_range
