@@ -254,13 +254,13 @@ def analyse_file(relative_path: str, text: str) -> FileAnalysis:
     """Parse one ddl/dml file; FlinkSqlError names the file and line."""
     statement = parse_one_statement(text, relative_path)
     kind = os.path.basename(relative_path).split(".", 1)[0]
-    normalized = to_flink_sql(statement.tree, comments=False)
     try:
-        if kind == "ddl":
-            return FileAnalysis(ddl=analysis.analyze_ddl(statement), normalized_sql=normalized)
-        return FileAnalysis(dml=analysis.analyze_dml(statement), normalized_sql=normalized)
+        ddl = analysis.analyze_ddl(statement) if kind == "ddl" else None
+        dml = analysis.analyze_dml(statement) if kind != "ddl" else None
     except ValueError as error:
         raise FlinkSqlError(relative_path, statement.line, str(error)) from None
+    # last, without a copy (the tree is read no more; the copy cost as much as the writing)
+    return FileAnalysis(ddl=ddl, dml=dml, normalized_sql=to_flink_sql(statement.tree, comments=False, copy=False))
 
 
 Analysed = tuple[str, FileAnalysis | None, ProjectProblem | None]
