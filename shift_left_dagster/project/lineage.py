@@ -41,7 +41,7 @@ from shift_left_dagster.project.analysis import WINDOW_TVFS
 from shift_left_dagster.project.dialect import Flink, StatementSet, TableArgument
 from shift_left_dagster.project.errors import ProjectError
 from shift_left_dagster.project.graph import ProjectGraph
-from shift_left_dagster.project.inventory import paused_gc
+from shift_left_dagster.project.inventory import batches, paused_gc
 from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement
 from shift_left_dagster.project.stars import expand_stars
 
@@ -349,10 +349,8 @@ def _trace_all(jobs: list[Job]) -> list[TableLineage]:
     workers = os.cpu_count() or 1
     if len(jobs) < PARALLEL_THRESHOLD or workers == 1:
         return _trace_batch(jobs)
-    size = max(16, len(jobs) // (workers * 4))
-    batches = [jobs[i : i + size] for i in range(0, len(jobs), size)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-        return [result for part in pool.map(_trace_batch, batches) for result in part]
+        return [result for part in pool.map(_trace_batch, batches(jobs, workers)) for result in part]
 
 
 _PROJECTS: weakref.WeakKeyDictionary[ProjectGraph, ProjectLineage] = weakref.WeakKeyDictionary()
