@@ -6,9 +6,6 @@ CTE names can not fool it.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-from pydantic import BaseModel, Field
 from sqlglot import exp
 
 from shift_left_dagster.project.dialect import (
@@ -17,57 +14,10 @@ from shift_left_dagster.project.dialect import (
     StatementSet,
     TableArgument,
 )
+from shift_left_dagster.project.facts import Column, DdlInfo, DmlInfo, JoinCounts, StateForm
 from shift_left_dagster.project.parsing import Statement, to_flink_sql
 
 WINDOW_TVFS = {"TUMBLE", "HOP", "CUMULATE", "SESSION"}
-
-
-class StateForm(StrEnum):
-    STATEFUL = "stateful"
-    STATELESS = "stateless"
-
-
-class Column(BaseModel):
-    name: str
-    type: str
-    nullable: bool = True
-    computed: bool = False  # `c AS expr` or a METADATA ... VIRTUAL column: not written by INSERT
-    metadata_key: str | None = None
-    comment: str | None = None  # the DDL's COMMENT 'text': the column's description in Dagster
-
-
-class DdlInfo(BaseModel):
-    """A CREATE TABLE: the table's name and contract."""
-
-    table: str
-    columns: list[Column] = Field(default_factory=list)
-    primary_key: list[str] = Field(default_factory=list)
-    changelog_mode: str = "append"
-    distribution: list[str] = Field(default_factory=list)
-    buckets: int | None = None
-    options: dict[str, str] = Field(default_factory=dict)
-    watermark: str | None = None
-    tables_read: list[str] = Field(default_factory=list)  # CREATE TABLE ... AS SELECT
-
-
-class JoinCounts(BaseModel):
-    """shift_left's complexity counters."""
-
-    regular: int = 0
-    left: int = 0
-    right: int = 0
-    inner: int = 0
-    outer: int = 0
-
-
-class DmlInfo(BaseModel):
-    """An INSERT (or a statement set): where it writes, what it reads, whether it keeps state."""
-
-    tables_written: list[str]
-    tables_read: list[str]
-    state_form: StateForm
-    state_reasons: list[str] = Field(default_factory=list)
-    joins: JoinCounts = Field(default_factory=JoinCounts)
 
 
 def table_name(table: exp.Table) -> str:

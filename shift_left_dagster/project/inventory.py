@@ -16,17 +16,15 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from importlib.metadata import version
 from multiprocessing import get_context
 from pathlib import Path
 from typing import TypeVar, cast
 
-import sqlglot
 from pydantic import BaseModel, Field
 
-from shift_left_dagster.project import analysis, dialect, parsing
-from shift_left_dagster.project.analysis import DdlInfo, DmlInfo, StateForm
 from shift_left_dagster.project.errors import ProjectError
-from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement, to_flink_sql
+from shift_left_dagster.project.facts import DdlInfo, DmlInfo, StateForm
 from shift_left_dagster.project.problems import BrokenTable, ProjectProblem, TableSource, exclude_broken
 from shift_left_dagster.project.table_files import deleted_in_git, missing_file
 
@@ -208,12 +206,15 @@ def _discover(pipelines: Path) -> list[TableFiles]:
 # -- analysis with cache and processes --------------------------------------------------------
 
 
+ANALYSER = ("dialect.py", "parsing.py", "analysis.py", "facts.py", "inventory.py")  # beside this module
+
+
 def analyser_version() -> str:
-    """Changes whenever the code that produces an analysis changes: cache keys include it."""
-    digest = hashlib.blake2b(sqlglot.__version__.encode(), digest_size=12)
-    for module in (dialect, parsing, analysis):
-        digest.update(Path(cast(str, module.__file__)).read_bytes())  # source modules: never None
-    digest.update(Path(__file__).read_bytes())
+    """Changes whenever the code that produces an analysis changes: cache keys include it. Read from the
+    sources and sqlglot's installed version, without importing the parser (a warm load never parses)."""
+    digest = hashlib.blake2b(version("sqlglot").encode(), digest_size=12)
+    for module in ANALYSER:
+        digest.update(Path(__file__).with_name(module).read_bytes())
     return digest.hexdigest()
 
 
@@ -252,12 +253,16 @@ def _key(relative_path: str, content: bytes) -> str:
 
 
 def analyse_file(relative_path: str, text: str) -> FileAnalysis:
-    """Parse one ddl/dml file; FlinkSqlError names the file and line."""
+    """Parse one ddl/dml file; FlinkSqlError names the file and line. The parser (sqlglot) is imported
+    here, on the first file the cache lacks: a warm load never pays for it."""
+    from shift_left_dagster.project.analysis import analyze_ddl, analyze_dml
+    from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement, to_flink_sql
+
     statement = parse_one_statement(text, relative_path)
     kind = os.path.basename(relative_path).split(".", 1)[0]
     try:
-        ddl = analysis.analyze_ddl(statement) if kind == "ddl" else None
-        dml = analysis.analyze_dml(statement) if kind != "ddl" else None
+        ddl = analyze_ddl(statement) if kind == "ddl" else None
+        dml = analyze_dml(statement) if kind != "ddl" else None
     except ValueError as error:
         raise FlinkSqlError(relative_path, statement.line, str(error)) from None
     # last, without a copy (the tree is read no more; the copy cost as much as the writing)
@@ -269,6 +274,8 @@ Analysed = tuple[str, FileAnalysis | None, ProjectProblem | None]
 
 def _analyse_batch(root: str, batch: list[str]) -> list[Analysed]:
     """Worker: (path, analysis, problem) for each file of the batch. No file can stop the others."""
+    from shift_left_dagster.project.parsing import FlinkSqlError
+
     results: list[Analysed] = []
     for relative in batch:
         try:
@@ -303,7 +310,7 @@ def _analyse_all(
     known = cache.entries if cache else {}
     results: dict[str, FileAnalysis] = {p: known[keys[p]] for p in paths if keys[p] in known}
     missing = [p for p in paths if p not in results]
-    for relative, data, problem in _run_batches(root, missing):
+    for relative, data, problem in _run_batches(root, missing) if missing else []:  # none missing: no parser
         if problem is not None:
             failures[relative] = problem
         elif data is not None:  # no problem: analysed
