@@ -1,8 +1,9 @@
 """Whole-process times of the CLI a user waits for: --help, --version, the sample's inventory, and a
 3000-table inventory cold (no analysis cache) and warm (the cache of a previous run).
 
-Each round runs every command once, in turn, so a machine that slows down or speeds up weighs on all of
-them alike; the median and the worst of the rounds are printed with the target each should meet.
+Each round runs every command once, in turn (alternating), so a machine that slows down or speeds up weighs
+on all of them alike; the median and the worst of the rounds are printed with the target the median should
+meet, and the load average before and after (a busy machine's figures say so).
 
     python bench/bench_cli.py [--tables 3000] [--rounds 7]
 """
@@ -20,6 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.figures import load_average, verdict  # noqa: E402
+
 GENERATOR = ROOT / "tools" / "gen_synth_project.py"
 CLI = [sys.executable, "-m", "shift_left_dagster.cli"]
 
@@ -66,15 +71,15 @@ def main() -> int:
     ]
     for _, command, before, _ in cases:  # warm-up: imports in the page cache, the caches written once
         timed(command, before)
+    print(f"before: {load_average()}")
     times: dict[str, list[float]] = {name: [] for name, *_ in cases}
     for _ in range(args.rounds):
         for name, command, before, _ in cases:
             times[name].append(timed(command, before))
-    print(f"whole processes, {args.rounds} rounds each (median, worst), {os.cpu_count()} CPUs")
+    print(f"whole processes, {args.rounds} alternating rounds (median, worst); after: {load_average()}")
     for name, _, _, target in cases:
         median, worst = statistics.median(times[name]), max(times[name])
-        verdict = "meets" if median < target else "MISSES"
-        print(f"{name:24} median {median:5.2f}s  worst {worst:5.2f}s  target < {target}s: {verdict}")
+        print(f"{name:24} median {median:5.2f} s  worst {worst:5.2f} s  {verdict(median, target)}")
     return 0
 
 

@@ -39,9 +39,11 @@ def _graph(pipelines: Path | None, strict: bool = False, warn: bool = True):
     """The project graph. A broken file leaves out its table and what reads it (said on stderr), so it never
     stops commands about other tables; `strict` makes any broken file an error instead."""
     from shift_left_dagster.project.graph import ProjectGraph
-    from shift_left_dagster.project.inventory import build_inventory
+    from shift_left_dagster.project.inventory import build_inventory, paused_gc
 
-    graph = ProjectGraph(build_inventory(pipelines, strict=strict))
+    with paused_gc():
+        graph = ProjectGraph(build_inventory(pipelines, strict=strict))
+    gc.freeze()  # the graph lives as long as the command: the cycle collector need never rescan its objects
     for problem in graph.inventory.problems if warn else []:
         left_out = [b.table for b in graph.inventory.broken if (b.file, b.line, b.message) == (
             problem.file, problem.line, problem.message)]
@@ -66,11 +68,9 @@ def inventory(
     if as_json:
         typer.echo(json.dumps({**report, "broken": broken} if broken else report, indent=1))
         return
-    for name, entry in report.items():
-        parents = ", ".join(entry["parents"] + entry["external_sources"]) or "-"
-        form = entry["state_form"] or "-"
-        typer.echo(f"{name:40} {entry['type']:12} {entry['product'] or '-':12} {form:9} <- {parents}")
-    typer.echo(f"{len(report)} tables")
+    lines = [f"{name:40} {entry['type']:12} {entry['product'] or '-':12} {entry['state_form'] or '-':9} <- "
+             f"{', '.join(entry['parents'] + entry['external_sources']) or '-'}" for name, entry in report.items()]
+    typer.echo("\n".join([*lines, f"{len(report)} tables"]))  # one write: 3000 echo calls cost a tenth of a second
     if broken:
         typer.echo(f"broken: {len(broken)} tables left out")
         for item in broken:

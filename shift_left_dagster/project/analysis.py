@@ -6,9 +6,6 @@ CTE names can not fool it.
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-from pydantic import BaseModel, Field
 from sqlglot import exp
 
 from shift_left_dagster.project.dialect import (
@@ -17,57 +14,10 @@ from shift_left_dagster.project.dialect import (
     StatementSet,
     TableArgument,
 )
+from shift_left_dagster.project.facts import Column, DdlInfo, DmlInfo, JoinCounts, StateForm
 from shift_left_dagster.project.parsing import Statement, to_flink_sql
 
 WINDOW_TVFS = {"TUMBLE", "HOP", "CUMULATE", "SESSION"}
-
-
-class StateForm(StrEnum):
-    STATEFUL = "stateful"
-    STATELESS = "stateless"
-
-
-class Column(BaseModel):
-    name: str
-    type: str
-    nullable: bool = True
-    computed: bool = False  # `c AS expr` or a METADATA ... VIRTUAL column: not written by INSERT
-    metadata_key: str | None = None
-    comment: str | None = None  # the DDL's COMMENT 'text': the column's description in Dagster
-
-
-class DdlInfo(BaseModel):
-    """A CREATE TABLE: the table's name and contract."""
-
-    table: str
-    columns: list[Column] = Field(default_factory=list)
-    primary_key: list[str] = Field(default_factory=list)
-    changelog_mode: str = "append"
-    distribution: list[str] = Field(default_factory=list)
-    buckets: int | None = None
-    options: dict[str, str] = Field(default_factory=dict)
-    watermark: str | None = None
-    tables_read: list[str] = Field(default_factory=list)  # CREATE TABLE ... AS SELECT
-
-
-class JoinCounts(BaseModel):
-    """shift_left's complexity counters."""
-
-    regular: int = 0
-    left: int = 0
-    right: int = 0
-    inner: int = 0
-    outer: int = 0
-
-
-class DmlInfo(BaseModel):
-    """An INSERT (or a statement set): where it writes, what it reads, whether it keeps state."""
-
-    tables_written: list[str]
-    tables_read: list[str]
-    state_form: StateForm
-    state_reasons: list[str] = Field(default_factory=list)
-    joins: JoinCounts = Field(default_factory=JoinCounts)
 
 
 def table_name(table: exp.Table) -> str:
@@ -89,7 +39,7 @@ def analyze_ddl(statement: Statement) -> DdlInfo:
             elif isinstance(item, exp.PrimaryKey):
                 info.primary_key = [e.name for e in item.expressions]
             elif isinstance(item, exp.WatermarkColumnConstraint):
-                info.watermark = to_flink_sql(item)
+                info.watermark = to_flink_sql(item, copy=False)
     for prop in (create.args.get("properties") or exp.Properties()).expressions:
         if isinstance(prop, Distribution):
             info.distribution = [e.name for e in prop.expressions or []]
@@ -129,7 +79,7 @@ def _column(column: exp.ColumnDef) -> Column:
             nullable = False
     return Column(
         name=column.name,
-        type=to_flink_sql(kind) if kind is not None else "",
+        type=to_flink_sql(kind, copy=False) if kind is not None else "",
         nullable=nullable,
         computed=computed,
         metadata_key=metadata_key,
@@ -142,36 +92,40 @@ def analyze_dml(statement: Statement) -> DmlInfo:
     inserts = tree.expressions if isinstance(tree, StatementSet) else [tree]
     if not inserts or not all(isinstance(i, exp.Insert) for i in inserts):
         raise ValueError("expected INSERT INTO ... or EXECUTE STATEMENT SET")
+    nodes = list(tree.walk())  # walked once for every question below: walks are most of the analysis
     written: list[str] = []
     read: list[str] = []
     for insert in inserts:
         target = insert.this
         target_table = target.this if isinstance(target, exp.Schema) else target
         written.append(table_name(target_table))
-        read.extend(tables_read(insert.expression))
-    reasons = state_reasons(tree)
+        read.extend(table_name(t) for t in _source_tables(nodes if insert is tree else list(insert.walk())))
+    reasons = _state_reasons(nodes)
     return DmlInfo(
         tables_written=_unique(written),
         tables_read=sorted(set(read)),
         state_form=StateForm.STATEFUL if reasons else StateForm.STATELESS,
         state_reasons=reasons,
-        joins=join_counts(tree),
+        joins=_join_counts(nodes),
     )
 
 
 def source_tables(tree: exp.Expr | None) -> list[exp.Table]:
     """Table references a statement reads: not CTE names, not INSERT targets."""
-    if tree is None:
-        return []
-    ctes = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    return [] if tree is None else _source_tables(list(tree.walk()))
+
+
+def _source_tables(nodes: list[exp.Expr]) -> list[exp.Table]:
+    ctes = {node.alias_or_name for node in nodes if isinstance(node, exp.CTE)}
     targets = set()
-    for insert in tree.find_all(exp.Insert):
+    for insert in (node for node in nodes if isinstance(node, exp.Insert)):
         target = insert.this
         targets.add(id(target.this if isinstance(target, exp.Schema) else target))
     return [
         table
-        for table in tree.find_all(exp.Table)
-        if table.name and id(table) not in targets and not (table.name in ctes and not table.args.get("db"))
+        for table in nodes
+        if isinstance(table, exp.Table) and table.name and id(table) not in targets
+        and not (table.name in ctes and not table.args.get("db"))
     ]
 
 
@@ -182,13 +136,17 @@ def tables_read(tree: exp.Expr | None) -> list[str]:
 
 def state_reasons(tree: exp.Expression) -> list[str]:
     """Why a statement keeps state (empty: stateless). Rules from DESIGN.md, "State form"."""
+    return _state_reasons(list(tree.walk()))
+
+
+def _state_reasons(nodes: list[exp.Expr]) -> list[str]:
     reasons: list[str] = []
 
     def add(reason: str) -> None:
         if reason not in reasons:
             reasons.append(reason)
 
-    for node in tree.walk():
+    for node in nodes:
         if isinstance(node, exp.Join):
             if isinstance(node.this, (exp.Unnest, exp.Lateral)):
                 continue  # CROSS JOIN UNNEST: one input row -> many output rows, no state
@@ -227,9 +185,9 @@ def _join_kind(join: exp.Join) -> str:
     return " ".join(part for part in (side, kind) if part) or "inner"
 
 
-def join_counts(tree: exp.Expression) -> JoinCounts:
+def _join_counts(nodes: list[exp.Expr]) -> JoinCounts:
     counts = JoinCounts()
-    for join in tree.find_all(exp.Join):
+    for join in (node for node in nodes if isinstance(node, exp.Join)):
         if isinstance(join.this, (exp.Unnest, exp.Lateral)):
             continue
         side, kind = (join.side or "").upper(), (join.kind or "").upper()

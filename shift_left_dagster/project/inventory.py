@@ -16,17 +16,15 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from importlib.metadata import version
 from multiprocessing import get_context
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
-import sqlglot
 from pydantic import BaseModel, Field
 
-from shift_left_dagster.project import analysis, dialect, parsing
-from shift_left_dagster.project.analysis import DdlInfo, DmlInfo, StateForm
 from shift_left_dagster.project.errors import ProjectError
-from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement, to_flink_sql
+from shift_left_dagster.project.facts import DdlInfo, DmlInfo, StateForm
 from shift_left_dagster.project.problems import BrokenTable, ProjectProblem, TableSource, exclude_broken
 from shift_left_dagster.project.table_files import deleted_in_git, missing_file
 
@@ -208,12 +206,15 @@ def _discover(pipelines: Path) -> list[TableFiles]:
 # -- analysis with cache and processes --------------------------------------------------------
 
 
+ANALYSER = ("dialect.py", "parsing.py", "analysis.py", "facts.py", "inventory.py")  # beside this module
+
+
 def analyser_version() -> str:
-    """Changes whenever the code that produces an analysis changes: cache keys include it."""
-    digest = hashlib.blake2b(sqlglot.__version__.encode(), digest_size=12)
-    for module in (dialect, parsing, analysis):
-        digest.update(Path(cast(str, module.__file__)).read_bytes())  # source modules: never None
-    digest.update(Path(__file__).read_bytes())
+    """Changes whenever the code that produces an analysis changes: cache keys include it. Read from the
+    sources and sqlglot's installed version, without importing the parser (a warm load never parses)."""
+    digest = hashlib.blake2b(version("sqlglot").encode(), digest_size=12)
+    for module in ANALYSER:
+        digest.update(Path(__file__).with_name(module).read_bytes())
     return digest.hexdigest()
 
 
@@ -241,7 +242,8 @@ class AnalysisCache:
     def save(self, entries: dict[str, FileAnalysis]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         temporary = self.file.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(CacheFile(version=self.version, entries=entries).model_dump_json())
+        # defaults left out: a fifth of the bytes a warm load reads and parses
+        temporary.write_text(CacheFile(version=self.version, entries=entries).model_dump_json(exclude_defaults=True))
         os.replace(temporary, self.file)  # atomic: a concurrent reader sees old or new, never half
 
 
@@ -251,16 +253,20 @@ def _key(relative_path: str, content: bytes) -> str:
 
 
 def analyse_file(relative_path: str, text: str) -> FileAnalysis:
-    """Parse one ddl/dml file; FlinkSqlError names the file and line."""
+    """Parse one ddl/dml file; FlinkSqlError names the file and line. The parser (sqlglot) is imported
+    here, on the first file the cache lacks: a warm load never pays for it."""
+    from shift_left_dagster.project.analysis import analyze_ddl, analyze_dml
+    from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement, to_flink_sql
+
     statement = parse_one_statement(text, relative_path)
     kind = os.path.basename(relative_path).split(".", 1)[0]
-    normalized = to_flink_sql(statement.tree, comments=False)
     try:
-        if kind == "ddl":
-            return FileAnalysis(ddl=analysis.analyze_ddl(statement), normalized_sql=normalized)
-        return FileAnalysis(dml=analysis.analyze_dml(statement), normalized_sql=normalized)
+        ddl = analyze_ddl(statement) if kind == "ddl" else None
+        dml = analyze_dml(statement) if kind != "ddl" else None
     except ValueError as error:
         raise FlinkSqlError(relative_path, statement.line, str(error)) from None
+    # last, without a copy (the tree is read no more; the copy cost as much as the writing)
+    return FileAnalysis(ddl=ddl, dml=dml, normalized_sql=to_flink_sql(statement.tree, comments=False, copy=False))
 
 
 Analysed = tuple[str, FileAnalysis | None, ProjectProblem | None]
@@ -268,6 +274,8 @@ Analysed = tuple[str, FileAnalysis | None, ProjectProblem | None]
 
 def _analyse_batch(root: str, batch: list[str]) -> list[Analysed]:
     """Worker: (path, analysis, problem) for each file of the batch. No file can stop the others."""
+    from shift_left_dagster.project.parsing import FlinkSqlError
+
     results: list[Analysed] = []
     for relative in batch:
         try:
@@ -291,16 +299,18 @@ def _analyse_all(
 ) -> tuple[dict[str, FileAnalysis], dict[str, ProjectProblem]]:
     failures: dict[str, ProjectProblem] = {}
     keys: dict[str, str] = {}
+    base = str(root)
     for path in (p for entry in files for p in (entry.ddl, entry.dml) if p):
         try:
-            keys[path] = _key(path, (root / path).read_bytes())
+            with open(os.path.join(base, path), "rb") as file:  # plain strings: this runs for every file, every load
+                keys[path] = _key(path, file.read())
         except OSError as error:  # e.g. a dangling symlink: this table only
             failures[path] = ProjectProblem(file=path, message=f"cannot read the file: {error}")
     paths = list(keys)
     known = cache.entries if cache else {}
     results: dict[str, FileAnalysis] = {p: known[keys[p]] for p in paths if keys[p] in known}
     missing = [p for p in paths if p not in results]
-    for relative, data, problem in _run_batches(root, missing):
+    for relative, data, problem in _run_batches(root, missing) if missing else []:  # none missing: no parser
         if problem is not None:
             failures[relative] = problem
         elif data is not None:  # no problem: analysed
@@ -314,10 +324,19 @@ def _run_batches(root: Path, paths: list[str]) -> list[Analysed]:
     workers = os.cpu_count() or 1
     if len(paths) < PARALLEL_THRESHOLD or workers == 1:
         return _analyse_batch(str(root), paths)
-    size = max(16, len(paths) // (workers * 4))
-    batches = [paths[i : i + size] for i in range(0, len(paths), size)]
+    parts = batches(paths, workers)
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-        return [r for part in pool.map(_analyse_batch, [str(root)] * len(batches), batches) for r in part]
+        return [r for part in pool.map(_analyse_batch, [str(root)] * len(parts), parts) for r in part]
+
+
+Item = TypeVar("Item")
+
+
+def batches(items: list[Item], workers: int) -> list[list[Item]]:
+    """Work for a process pool: 16 batches a core, so no core waits long for the last one to end (4 a core
+    left one core idle for up to a second of a cold 3000-table scan), each still worth a task."""
+    size = max(16, len(items) // (workers * 16))
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 # -- assembly ---------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Column-level lineage: which parent columns each column of a table is computed from.
 
-sqlglot does the work: `qualify` with a schema built from the parents' DDLs
-expands stars and qualifies every column, `sqlglot.lineage` walks CTEs,
+sqlglot does the work: stars become the visible columns by the translator's rule
+(project/stars.py), `qualify` with a schema built from the parents' DDLs
+qualifies every column, `sqlglot.lineage` walks CTEs,
 subqueries, joins, set operations and UNNEST. Flink's window TVFs are first
 rewritten into the derived table they stand for (the source's columns plus
 window_start/window_end/window_time computed from the DESCRIPTOR column).
@@ -24,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import sqlglot
 from pydantic import BaseModel, Field
@@ -35,12 +36,14 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.scope import build_scope
 from sqlglot.schema import MappingSchema
 
+from shift_left_dagster.project import stars
 from shift_left_dagster.project.analysis import WINDOW_TVFS
 from shift_left_dagster.project.dialect import Flink, StatementSet, TableArgument
 from shift_left_dagster.project.errors import ProjectError
 from shift_left_dagster.project.graph import ProjectGraph
-from shift_left_dagster.project.inventory import paused_gc
+from shift_left_dagster.project.inventory import batches, paused_gc
 from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement
+from shift_left_dagster.project.stars import expand_stars
 
 ROWTIME = "$rowtime"  # Confluent's system column: readable on every table, never part of SELECT *
 WINDOW_COLUMNS = ("window_start", "window_end", "window_time")
@@ -119,14 +122,14 @@ def _insert_lineage(
                                                           "partition columns and measures)")
     schema = _schema(schemas)
     try:
-        qualified = _qualified(query, schema)
+        qualified = _qualified(query, schema, schemas)
         selects = qualified.selects
         if explicit or columns is not None:
             written = explicit or list(columns or [])
         else:
             written = [s.alias_or_name for s in selects]
-        stars = [s for s in selects if isinstance(s, exp.Star) or (isinstance(s, exp.Column) and s.is_star)]
-        if stars:
+        unexpanded = [s for s in selects if isinstance(s, exp.Star) or (isinstance(s, exp.Column) and s.is_star)]
+        if unexpanded:
             sources = ", ".join(sorted({t.name for t in qualified.find_all(exp.Table)})) or "its sources"
             return _unknown(table, written, f"SELECT * over {sources}, whose columns are unknown (no DDL)")
         if len(selects) != len(written):
@@ -158,11 +161,12 @@ def _insert_lineage(
     return result
 
 
-def _qualified(query: exp.Query, schema: MappingSchema) -> exp.Query:
+def _qualified(query: exp.Query, schema: MappingSchema, schemas: Mapping[str, Sequence[str]]) -> exp.Query:
     for table in query.find_all(exp.Table):  # project keys are last name parts; catalog/db are environment
         table.set("db", None)
         table.set("catalog", None)
     _rewrite_window_tvfs(query)
+    expand_stars(query, lambda table: schemas.get(table.name))  # the translator's rule; unknown tables stay `*`
     return qualify(query, dialect=DIALECT, schema=schema, validate_qualify_columns=False, identify=False,
                    expand_alias_refs=False)  # Flink resolves WHERE/GROUP BY names to columns, not aliases
 
@@ -241,9 +245,10 @@ class LineageCacheFile(BaseModel):
 
 
 def lineage_version() -> str:
-    """Changes with this module or sqlglot: cache entries of another version are never read."""
+    """Changes with this module, the star rule or sqlglot: cache entries of another version are never read."""
     digest = hashlib.blake2b(sqlglot.__version__.encode(), digest_size=12)
-    digest.update(Path(__file__).read_bytes())
+    for module in (__file__, cast(str, stars.__file__)):  # a source module: never None
+        digest.update(Path(module).read_bytes())
     return digest.hexdigest()
 
 
@@ -344,10 +349,8 @@ def _trace_all(jobs: list[Job]) -> list[TableLineage]:
     workers = os.cpu_count() or 1
     if len(jobs) < PARALLEL_THRESHOLD or workers == 1:
         return _trace_batch(jobs)
-    size = max(16, len(jobs) // (workers * 4))
-    batches = [jobs[i : i + size] for i in range(0, len(jobs), size)]
     with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
-        return [result for part in pool.map(_trace_batch, batches) for result in part]
+        return [result for part in pool.map(_trace_batch, batches(jobs, workers)) for result in part]
 
 
 _PROJECTS: weakref.WeakKeyDictionary[ProjectGraph, ProjectLineage] = weakref.WeakKeyDictionary()

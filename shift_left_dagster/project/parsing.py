@@ -95,9 +95,10 @@ def parse_one_statement(text: str, source: str = "<sql>") -> Statement:
     return statements[0]
 
 
-def to_flink_sql(tree: exp.Expression, pretty: bool = False, comments: bool = True) -> str:
-    """Write an AST back as Flink SQL (without comments: the normalised form changes are compared on)."""
-    return tree.sql(dialect=FLINK, pretty=pretty, comments=comments)
+def to_flink_sql(tree: exp.Expression, pretty: bool = False, comments: bool = True, copy: bool = True) -> str:
+    """Write an AST back as Flink SQL (without comments: the normalised form changes are compared on).
+    `copy=False` for a tree no one reads afterwards or a leaf such as a type: the copy is most of the cost."""
+    return tree.sql(dialect=FLINK, pretty=pretty, comments=comments, copy=copy)
 
 
 # sqlglot reports an incomplete construct as "Required keyword: 'x' missing for <class '...Name'>";

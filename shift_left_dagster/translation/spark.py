@@ -20,6 +20,7 @@ from sqlglot.errors import ErrorLevel, UnsupportedError
 
 from shift_left_dagster.project.dialect import OptionsHint, TableArgument
 from shift_left_dagster.project.parsing import FLINK
+from shift_left_dagster.project.stars import SYSTEM, VisibleColumns, expand_stars
 from shift_left_dagster.translation.columns import OFFSET, OP, ROWTIME
 from shift_left_dagster.translation.functions import (
     FUNCTIONS,
@@ -218,7 +219,7 @@ def _expand_window_tvfs(tree: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, e
         source: exp.Table = args[0].this
         time_column = args[1].expressions[0].name
         sizes = [_interval_micros(a, line) for a in args[2:]]
-        names = _source_columns(source, columns_of, ctes)
+        names = _visible_columns(columns_of, ctes)(source)
         if isinstance(source.this, exp.Identifier) and source.name not in ctes:
             names = [*names, ROWTIME]  # a table's system column, which Flink's TVF output keeps too
         inner_source = source.copy()
@@ -242,7 +243,7 @@ def _expand_window_tvfs(tree: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, e
             f"timestamp_micros(`__sl_w`.`e` - 1000) AS `window_time` FROM (__sl_w_inner) AS `__sl_w_out`")
         _only(derived, exp.Subquery).this.replace(exploded)
         for output in derived.expressions:  # not one of the columns `*` stands for
-            output.meta["system"] = output.alias_or_name == ROWTIME
+            output.meta[SYSTEM] = output.alias_or_name == ROWTIME
         alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(source.name))
         table.replace(exp.Subquery(this=derived, alias=alias))
 
@@ -319,66 +320,39 @@ def _interval_micros(node: exp.Expr, line: int) -> int:
 
 
 def _expand_stars(tree: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, exp.Expr]) -> None:
-    """`*` and `t.*` -> the visible columns: Flink's SELECT * never includes $rowtime."""
-    for select in list(tree.find_all(exp.Select)):
-        _expand_select(select, columns_of, ctes)
-
-
-def _expand_select(select: exp.Select, columns_of: ColumnsOf, ctes: dict[str, exp.Expr]) -> None:
-    stars = [e for e in select.expressions if isinstance(e, exp.Star) or
-             (isinstance(e, exp.Column) and isinstance(e.this, exp.Star))]
-    if not stars:
-        return
-    sources = _sources(select)
-    expanded: list[exp.Expr] = []
-    for item in select.expressions:
-        if item not in stars:
-            expanded.append(item)
-            continue
-        wanted = item.table if isinstance(item, exp.Column) else None
-        for alias, source in sources:
-            if wanted and alias != wanted:
-                continue
-            expanded += [exp.column(n, table=alias, quoted=True) for n in _source_columns(source, columns_of, ctes)]
-    select.set("expressions", expanded)
-
-
-def _sources(select: exp.Select) -> list[tuple[str, exp.Expr]]:
-    """(alias, source) of the FROM clause and joins, in order."""
-    found = []
-    from_ = select.args.get("from_")
-    for node in ([from_.this] if from_ else []) + [j.this for j in select.args.get("joins") or []]:
-        found.append((node.alias_or_name, node))
-    return found
-
-
-def _source_columns(source: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, exp.Expr]) -> list[str]:
-    if isinstance(source, exp.Table) and not source.args.get("db") and source.name in ctes:
-        return _output_names(ctes[source.name], columns_of, ctes)
-    if isinstance(source, exp.Table) and isinstance(source.this, exp.Identifier):
-        return columns_of(source)
-    if isinstance(source, exp.Subquery):
-        return _output_names(source.this, columns_of, ctes)
-    if isinstance(source, exp.Unnest):
+    """`*` and `t.*` -> the visible columns, by the rule column lineage uses too (project/stars.py); an
+    UNNEST or VALUES without a column list gets Flink's names for its columns first."""
+    for source in list(tree.find_all(exp.Unnest, exp.Values)):
         alias = source.args.get("alias")
-        return [c.name for c in alias.columns] if alias else ["EXPR$0"]
-    if isinstance(source, exp.Values):
-        alias = source.args.get("alias")
-        if alias is not None and alias.columns:
-            return [c.name for c in alias.columns]
-        width = len(source.expressions[0].expressions) if source.expressions else 0
-        return [f"{DERIVED}{i}" for i in range(width)]
-    raise Unsupported(f"SELECT * over {source.sql()}", line_of(source), "name the columns")
+        if isinstance(source.parent, (exp.From, exp.Join)) and not (alias and alias.columns):
+            width = 1 if isinstance(source, exp.Unnest) else len(source.expressions[0].expressions)
+            alias = alias or exp.TableAlias()
+            alias.set("columns", [exp.to_identifier(f"{DERIVED}{i}") for i in range(width)])
+            source.set("alias", alias)
+    expand_stars(tree, _visible_columns(columns_of, ctes))
 
 
-def _output_names(query: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, exp.Expr]) -> list[str]:
+def _visible_columns(columns_of: ColumnsOf, ctes: dict[str, exp.Expr]) -> Callable[[exp.Table], list[str]]:
+    """What `*` over a table stands for: a CTE's output names (its own stars expanded), else `columns_of`."""
+
+    def visible(table: exp.Table) -> list[str]:
+        if not table.args.get("db") and table.name in ctes:
+            return _output_names(ctes[table.name], visible)
+        if isinstance(table.this, exp.Identifier):
+            return columns_of(table)
+        raise Unsupported(f"SELECT * over {table.sql()}", line_of(table), "name the columns")
+
+    return visible
+
+
+def _output_names(query: exp.Expr, visible: VisibleColumns) -> list[str]:
     if isinstance(query, exp.Subquery):
-        return _output_names(query.this, columns_of, ctes)
+        return _output_names(query.this, visible)
     if isinstance(query, exp.SetOperation):
-        return _output_names(query.left, columns_of, ctes)
+        return _output_names(query.left, visible)
     if isinstance(query, exp.Select):
-        _expand_select(query, columns_of, ctes)
-        return [e.alias_or_name for e in query.expressions if not e.meta.get("system")]
+        expand_stars(query, visible)
+        return [e.alias_or_name for e in query.expressions if not e.meta.get(SYSTEM)]
     raise Unsupported(f"SELECT * over {query.key.upper()}", line_of(query))
 
 
