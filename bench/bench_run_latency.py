@@ -9,8 +9,9 @@ of TABLE and one check), it times, as whole processes, alternately:
 - the same check with a Spark of its own (SHIFT_LEFT_SPARK_MASTER set: the JVM the checks started
                                        before the service offered its Spark; the baseline of a ratio)
 - `dg launch --assets TABLE`          (a Dagster materialisation, checks included; target < 8 s)
+- the same with a Spark of its own in the run   (its baseline)
 
-and prints each one's median and worst, the per-pair ratio of the check to its own-JVM baseline
+and prints each one's median and worst, the per-pair ratios to the own-JVM baselines
 (alternating pairs: robust to the machine's load), the load average, and where the time goes:
 the check's phases measured in a process of its own (start and imports, connect: the Connect client
 and its session, read: planning and resolving the sink files on the server, compute: the queries'
@@ -143,7 +144,8 @@ def main() -> None:
     dg = shutil.which("dg") or str(Path(sys.executable).parent / "dg")
     commands = {"deploy": ([*cli, "deploy", args.table], env), "check": ([*cli, "check", args.table], env),
                 "check, own JVM": ([*cli, "check", args.table], {**env, **OWN_JVM}),
-                "dg launch": ([dg, "launch", "--assets", args.table], env)}
+                "dg launch": ([dg, "launch", "--assets", args.table], env),
+                "dg launch, own JVM": ([dg, "launch", "--assets", args.table], {**env, **OWN_JVM})}
     probe = [sys.executable, str(Path(__file__).resolve()), "--check-phases", "--table", args.table]
     try:
         warm = timed([*cli, "local", "start"], work, env)
@@ -176,9 +178,10 @@ def main() -> None:
             target = f"  {verdict(median, TARGETS[name])}" if name in TARGETS else ""
             print(f"{name:15} median {median:6.2f} s  worst {max(values):6.2f} s  "
                   f"runs: {', '.join(f'{v:.2f}' for v in values)}{target}")
-        ratios = [a / b for a, b in zip(times["check"], times["check, own JVM"], strict=True)]
-        print(f"check / check with its own JVM, per alternating pair: median {statistics.median(ratios):.2f}x, "
-              f"worst {max(ratios):.2f}x")
+        for name in ("check", "dg launch"):
+            ratios = [a / b for a, b in zip(times[name], times[f"{name}, own JVM"], strict=True)]
+            print(f"{name} / {name} with its own JVM, per alternating pair: median {statistics.median(ratios):.2f}x, "
+                  f"worst {max(ratios):.2f}x")
         print(f"check phases (s, medians, in-process probe): {median_phases(checks)}")
         print(f"dg launch phases (s, medians, from the run's events): {median_phases(runs)}")
     finally:

@@ -5,7 +5,6 @@ Imports stay light (no Dagster, no Spark) so project commands start fast.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import shutil
@@ -671,10 +670,6 @@ def main() -> None:
     except (ProjectError, ConfigFileError, ConfluentError, LeaseBusy) as error:
         typer.echo(f"error: {error}", err=True)
         raise SystemExit(2) from None
-    finally:
-        # The process ends here: no final cycle collection over every module loaded (Spark Connect's
-        # client, pandas, pyarrow, sqlglot: about 0.4 s of CPU at exit, seconds on a busy machine).
-        gc.freeze()
 
 
 if __name__ == "__main__":

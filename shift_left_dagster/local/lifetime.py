@@ -109,17 +109,23 @@ def is_service_process(pid: int, module: str) -> bool:
 
 
 def end_group(pgid: int, module: str, grace: float = 10.0) -> list[int]:
-    """SIGTERM, then after ``grace`` SIGKILL, every process of group ``pgid`` that this service started."""
+    """SIGTERM, then after ``grace`` SIGKILL, every process of group ``pgid`` that this service started;
+    returns once they are gone (their ports closed: the service's Spark Connect server with its JVM)."""
     ours = [pid for pid in group_members(pgid) if is_service_process(pid, module)]
     for pid in ours:
         _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(pid in group_members(pgid) for pid in ours):
-        time.sleep(0.1)
+    _wait_gone(pgid, ours, grace)
     for pid in group_members(pgid):
         if pid in ours:
             _signal(pid, signal.SIGKILL)
+    _wait_gone(pgid, ours, grace)
     return ours
+
+
+def _wait_gone(pgid: int, pids: list[int], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(pid in group_members(pgid) for pid in pids):
+        time.sleep(0.1)
 
 
 def alive(pid: int) -> bool:

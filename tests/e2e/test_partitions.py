@@ -142,9 +142,10 @@ def test_partition_ranges(service, tmp_path):  # type: ignore[no-untyped-def]
 
 
 def test_a_parent_deployed_for_its_child_holds_the_runs_partitions(spark, tmp_path):  # type: ignore[no-untyped-def]
-    """A range of `clicks_daily` alone (from the partitions start: no history dropped) deploys its parent `clicks` too: `clicks` then holds the range's
-    partitions in the instance, so Dagster's backfill dialog shows no "Upstream data missing" on a range
-    of its children (the dialog reads the same-partitioned parents' materialized partitions)."""
+    """A range of `clicks_daily` alone (from the partitions start: no history dropped) deploys its parent
+    `clicks` too: `clicks` then holds the range's partitions in the instance, so Dagster's backfill dialog
+    shows no "Upstream data missing" on a range of its children (the dialog reads the same-partitioned
+    parents' materialized partitions)."""
     root = tmp_path / "project"
     write_project(root, CLICKS_V1, DAILY_V1)
     instance = DagsterInstance.ephemeral()

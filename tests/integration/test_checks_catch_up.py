@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -50,6 +50,9 @@ class ScriptedReader:
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         yield
+
+    def sized(self, sink: str, statement: Statement | None) -> AbstractContextManager[None]:
+        return nullcontext()
 
     def rows(self, table: str) -> DataFrame:
         assert self.actual_rows is not None
