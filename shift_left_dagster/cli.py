@@ -5,6 +5,7 @@ Imports stay light (no Dagster, no Spark) so project commands start fast.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
