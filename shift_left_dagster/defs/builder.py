@@ -6,7 +6,7 @@ import time; importing this module builds nothing.
 
 from __future__ import annotations
 
-from dagster import Definitions
+from dagster import Definitions, ExecutorDefinition, in_process_executor
 
 from shift_left_dagster.checks import ChecksSettings
 from shift_left_dagster.defs.assets import build_flink_assets
@@ -39,11 +39,17 @@ def build_flink_definitions(
     exclude: list[str] | None = None,
     op_name: str | None = None,
     pool: str | None = None,
+    executor: ExecutorDefinition | None = in_process_executor,
 ) -> Definitions:
     """The plain Python builder: a project folder -> Definitions (the YAML component uses it too).
 
     Built with the cycle collector paused: thousands of specs are allocated at once and none form
     garbage cycles, so one collection afterwards replaces dozens of full rescans.
+
+    Runs execute in process: a deployment is one step (the tables' statements run on the Flink service),
+    so a step process of its own would only load the code location a second time (~2-10 s a run).
+    Pass `executor=None` (Dagster's default, multiprocess) or another one when other assets share the
+    code location and should run in parallel.
     """
     with paused_gc():
         project = FlinkProject(pipelines_dir)
@@ -57,5 +63,6 @@ def build_flink_definitions(
             sensors=[git_sensor(project, translator, undeploy_job=undeploy), health_sensor(project, translator)],
             jobs=[*promotion_jobs(project), *maintenance],
             resources=flink_resources(resource),
+            executor=executor,
         )
 
