@@ -5,7 +5,6 @@ Imports stay light (no Dagster, no Spark) so project commands start fast.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import shutil
@@ -41,9 +40,8 @@ def _graph(pipelines: Path | None, strict: bool = False, warn: bool = True):
     from shift_left_dagster.project.graph import ProjectGraph
     from shift_left_dagster.project.inventory import build_inventory, paused_gc
 
-    with paused_gc():
+    with paused_gc():  # the graph lives as long as the command: no young collection rescans it
         graph = ProjectGraph(build_inventory(pipelines, strict=strict))
-    gc.freeze()  # the graph lives as long as the command: the cycle collector need never rescan its objects
     for problem in graph.inventory.problems if warn else []:
         left_out = [b.table for b in graph.inventory.broken if (b.file, b.line, b.message) == (
             problem.file, problem.line, problem.message)]

@@ -43,7 +43,7 @@ def _expand_select(scope: Scope, visible: VisibleColumns) -> None:
         if not names or any(c is None for c in columns):  # not a star, or a source of unknown columns
             expanded.append(item)
             continue
-        expanded += [exp.column(column, table=name, quoted=True)
+        expanded += [exp.column(column, table=name or None, quoted=True)  # '': a source without a name
                      for name, found in zip(names, columns, strict=True) for column in found or []]
     select.set("expressions", expanded)
 

@@ -320,15 +320,17 @@ def _interval_micros(node: exp.Expr, line: int) -> int:
 
 
 def _expand_stars(tree: exp.Expr, columns_of: ColumnsOf, ctes: dict[str, exp.Expr]) -> None:
-    """`*` and `t.*` -> the visible columns, by the rule column lineage uses too (project/stars.py); an
-    UNNEST or VALUES without a column list gets Flink's names for its columns first."""
-    for source in list(tree.find_all(exp.Unnest, exp.Values)):
-        alias = source.args.get("alias")
-        if isinstance(source.parent, (exp.From, exp.Join)) and not (alias and alias.columns):
-            width = 1 if isinstance(source, exp.Unnest) else len(source.expressions[0].expressions)
+    """`*` and `t.*` -> the visible columns, by the rule column lineage uses too (project/stars.py); a
+    VALUES a star reads without a column list gets Flink's names for its columns (EXPR$0, ...) first."""
+    for values in list(tree.find_all(exp.Values)):
+        alias = values.args.get("alias")
+        select = values.find_ancestor(exp.Select)
+        starred = select is not None and any(e.is_star for e in select.expressions)
+        if starred and isinstance(values.parent, (exp.From, exp.Join)) and not (alias and alias.columns):
             alias = alias or exp.TableAlias()
+            width = len(values.expressions[0].expressions)
             alias.set("columns", [exp.to_identifier(f"{DERIVED}{i}") for i in range(width)])
-            source.set("alias", alias)
+            values.set("alias", alias)
     expand_stars(tree, _visible_columns(columns_of, ctes))
 
 

@@ -55,3 +55,8 @@ def test_a_system_projection_is_selectable_but_never_part_of_a_star():
     inner.expressions[1].meta[SYSTEM] = True
     expand_stars(tree, lambda table: COLUMNS[table.name])
     assert [e.sql() for e in tree.expressions] == ['"x"."k"']
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM (VALUES (1, 'a')) AS v", "SELECT * FROM (VALUES (1, 'a'))"])
+def test_a_star_over_values_without_a_column_list_has_flinks_names(sql: str):
+    assert translated(sql) == ["EXPR$0", "EXPR$1"]  # Calcite names unnamed VALUES columns EXPR$0, EXPR$1, ...
