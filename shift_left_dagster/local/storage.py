@@ -34,9 +34,10 @@ import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from shift_left_dagster.local.catalog import DELETE, OFFSET, OP, PARTITION, ROWTIME, UPDATE_BEFORE, TableDef
-from shift_left_dagster.local.spark import empty_frame, without_codegen
+from shift_left_dagster.local.spark import empty_frame, is_local_relation, without_codegen
 from shift_left_dagster.local.store import BASE, Batch, Store
 
 # Spark's parquet readers fill a LONG column of this name with each row's index in its file (what
@@ -150,16 +151,22 @@ class TableLogs:
         """The batch in stored columns, placed by the driver without shuffle or Spark sort: a keyed
         record's partition is the hash `repartition` computes (pmod of Murmur3), a keyless one's its
         Spark partition merged down to the table's; each partition's records in `order_by` order.
-        None when it holds more than DRIVER_ROWS records."""
+        None when it holds more than DRIVER_ROWS records. Records Spark holds on the driver already
+        (a local relation: INSERT ... VALUES) are taken from there, without a Spark job."""
         keys = [F.col(f"`{k}`") for k in table.key_columns]
+        local = (table.partitions == 1 or bool(keys)) and is_local_relation(records)
         if keys and table.partitions > 1:
             spread, partition = records, F.pmod(F.hash(*keys), F.lit(table.partitions))
+        elif local:  # one table partition: no Spark partitions to merge
+            spread, partition = records, F.lit(0)
         else:
             spread, partition = records.coalesce(table.partitions), F.spark_partition_id()
         stored = [*[c.name for c in table.stored_columns], ROWTIME, OP]
         extra = [c for c in order_by if c not in stored]
-        rows = spread.select(*_stored(table), partition.alias(PARTITION),
-                             *[F.col(f"`{c}`") for c in extra]).limit(DRIVER_ROWS + 1).toArrow()
+        placed = spread.select(*_stored(table), partition.alias(PARTITION), *[F.col(f"`{c}`") for c in extra])
+        rows = _local_arrow(placed, DRIVER_ROWS + 1) if local else None
+        if rows is None:
+            rows = placed.limit(DRIVER_ROWS + 1).toArrow()
         if rows.num_rows > DRIVER_ROWS:
             return None
         # a stable sort: among equal rows, the order Spark gave
@@ -273,6 +280,28 @@ def _remove_empty_folders(table_dir: Path) -> None:
             folder.rmdir()
         except OSError:  # not empty
             pass
+
+
+# Types whose values the driver turns into Arrow as Spark's toArrow does (nested ones are left to Spark).
+_DRIVER_TYPES = (T.StringType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType,
+                 T.DoubleType, T.DecimalType, T.DateType, T.TimestampType, T.TimestampNTZType, T.BinaryType)
+
+
+def _local_arrow(frame: DataFrame, limit: int) -> pa.Table | None:
+    """A local relation's rows as the Arrow table `toArrow` gives (same schema), collected from the
+    driver without a Spark job (toArrow runs one, about as long as the rest of an INSERT ... VALUES).
+    Times travel as epoch microseconds: Python's rows would carry them in the process's time zone.
+    None for a type left to Spark, or more than `limit` rows."""
+    schema = frame.schema
+    if not all(isinstance(f.dataType, _DRIVER_TYPES) for f in schema.fields):
+        return None
+    rows = frame.select(*[F.unix_micros(F.col(f"`{f.name}`")) if isinstance(f.dataType, T.TimestampType)
+                          else F.col(f"`{f.name}`") for f in schema.fields]).limit(limit).collect()
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    columns = [pa.array([row[i] for row in rows], pa.int64()).cast(field.type)
+               if isinstance(schema.fields[i].dataType, T.TimestampType) else
+               pa.array([row[i] for row in rows], field.type) for i, field in enumerate(arrow)]
+    return pa.Table.from_arrays(columns, schema=arrow)
 
 
 def _retractions(written: pa.Table) -> int:

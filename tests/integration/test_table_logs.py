@@ -5,6 +5,7 @@ records in input order) are checked in plain Python."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -15,6 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from shift_left_dagster.local import storage
 from shift_left_dagster.local.catalog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ColumnDef, TableDef, TableId
+from shift_left_dagster.local.spark import is_local_relation
 from shift_left_dagster.local.storage import NotNullViolation, TableLogs
 from shift_left_dagster.local.store import Batch, Store
 
@@ -151,3 +153,53 @@ def test_merged_batches_of_every_type_keep_each_record_where_it_was(spark: Spark
     assert logged(logs, table) == before  # every value, partition, offset, time and op as it was
     assert (merged.rows, merged.retractions) == (45, sum(d[11] in (UPDATE_BEFORE, DELETE) for d in data))
     assert merged.ranges == {p: (0, sum(r[-3] == p for r in before)) for p in {r[-3] for r in before}}
+
+
+FLAT = [("id", "BIGINT NOT NULL"), ("name", "STRING"), ("amount", "DECIMAL(10, 2)"), ("at", "TIMESTAMP(3)"),
+        ("seen", "TIMESTAMP_LTZ(3)"), ("raw", "BYTES"), ("day", "DATE"), ("score", "DOUBLE"), ("ok", "BOOLEAN")]
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "keyless"])
+def test_values_the_driver_holds_are_written_without_a_spark_job(spark: SparkSession, tmp_path: Path, keyed: bool,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """INSERT ... VALUES: Spark holds the rows on the driver (a local relation); they are taken from there
+    with no Spark job, as the batch toArrow gives, times unshifted in a process that is not on UTC."""
+    monkeypatch.setenv("TZ", "America/New_York")  # Python's rows would carry times in this zone
+    time.tzset()
+    store = Store(tmp_path / "service.db")
+    logs = TableLogs(tmp_path / "tables", spark, store)
+    values = ", ".join(
+        f"({i % 4}, {'NULL' if i % 5 == 0 else repr(f'n{i}')}, {i}.25, TIMESTAMP_NTZ'2025-03-01 12:00:{i:02d}', "
+        f"TIMESTAMP'2025-03-01 23:{i:02d}:00', X'0{i % 10}', DATE'2025-03-{i + 1:02d}', {i / 8}, {i % 2 == 0}, "
+        f"TIMESTAMP'2025-03-01 00:00:00.{i:03d}', {OPS[i % 4]}, {i})" for i in range(12))
+    sql = (f"SELECT CAST(id AS BIGINT) id, name, CAST(amount AS DECIMAL(10, 2)) amount, at, seen, raw, day, "
+           f"CAST(score AS DOUBLE) score, ok, `$rowtime`, CAST(`$op` AS TINYINT) `$op`, CAST(seq AS BIGINT) seq "
+           f"FROM VALUES {values} AS v(id, name, amount, at, seen, raw, day, score, ok, `$rowtime`, `$op`, seq)")
+    written = {}
+    try:
+        for local in (True, False):
+            columns = [ColumnDef(name=n, type=t.removesuffix(" NOT NULL"), nullable=not t.endswith("NOT NULL"))
+                       for n, t in FLAT]
+            table = TableDef(uid=f"uid-{keyed}-{local}", id=TableId(catalog="c", database="d", name=f"v{local}"),
+                             columns=columns, distribution=["id"] if keyed else [], partitions=3 if keyed else 1)
+            store.create_table(table)
+            records = spark.sql(sql) if local else spark.sql(sql).repartition(2)  # a Spark job's rows
+            assert is_local_relation(records) == local
+            jobs = spark.sparkContext._jsc.sc().dagScheduler().numTotalJobs()
+            batch = logs.write(table, records, "p", order_by=["seq"], small_input=True, collect=True)
+            assert (spark.sparkContext._jsc.sc().dagScheduler().numTotalJobs() == jobs) == local
+            assert batch is not None
+            store.append_batches([batch])
+            written[local] = (table, batch)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    names = [n for n, _ in FLAT] + ["$rowtime", "$partition", "$offset", "$op"]
+
+    def stored(table: TableDef) -> list[tuple]:
+        return sorted((tuple(r[n] for n in names) for r in logs.read(table).collect()), key=lambda r: (r[-3], r[-2]))
+
+    assert stored(written[True][0]) == stored(written[False][0])
+    assert written[True][1].ranges == written[False][1].ranges
+    seen = {r[1]: r[4] for r in stored(written[True][0])}  # read back in this process's zone again: UTC
+    assert seen["n1"] == datetime(2025, 3, 1, 23, 1)
