@@ -539,11 +539,15 @@ class Jobs:
             *[F.col(f"`{n}`").alias(p) for n, p in zip(data, positional, strict=True)],
             *[F.col(f"`{h}`") for h in [*hidden, *carry]])
         source = {t.lower(): p for t, p in zip(sink.target, positional, strict=True)}
+        produced = {p: f.dataType for p, f in zip(positional, [f for f in fields if f.name not in HIDDEN], strict=True)}
         columns: list[Column] = []
         for column in sink.table.stored_columns:
             kind = spark_type_of(column.type)
-            value = F.col(source[column.name.lower()]) if column.name.lower() in source else F.lit(None)
-            columns.append(value.cast(kind).alias(column.name))
+            position = source.get(column.name.lower())
+            value = F.col(position) if position is not None else F.lit(None)
+            if position is None or produced[position] != kind:  # (a cast is a JVM round trip or four)
+                value = value.cast(kind)
+            columns.append(value.alias(column.name))
         # A stateless row keeps its input record's time, a window result its window_time (windows.py);
         # any other stateful row gets the time it is written.
         written = F.current_timestamp() if now is None else now

@@ -282,9 +282,20 @@ def _remove_empty_folders(table_dir: Path) -> None:
             pass
 
 
-# Types whose values the driver turns into Arrow as Spark's toArrow does (nested ones are left to Spark).
+# Types whose values the driver turns into Arrow as Spark's toArrow does (a TIMESTAMP only at the top,
+# where it travels as epoch microseconds; anything else is left to Spark).
 _DRIVER_TYPES = (T.StringType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType,
-                 T.DoubleType, T.DecimalType, T.DateType, T.TimestampType, T.TimestampNTZType, T.BinaryType)
+                 T.DoubleType, T.DecimalType, T.DateType, T.TimestampNTZType, T.BinaryType)
+
+
+def _driver_converts(kind: T.DataType) -> bool:
+    if isinstance(kind, T.ArrayType):
+        return _driver_converts(kind.elementType)
+    if isinstance(kind, T.MapType):
+        return _driver_converts(kind.keyType) and _driver_converts(kind.valueType)
+    if isinstance(kind, T.StructType):
+        return all(_driver_converts(f.dataType) for f in kind.fields)
+    return isinstance(kind, _DRIVER_TYPES)
 
 
 def _local_arrow(frame: DataFrame, limit: int) -> pa.Table | None:
@@ -293,7 +304,7 @@ def _local_arrow(frame: DataFrame, limit: int) -> pa.Table | None:
     Times travel as epoch microseconds: Python's rows would carry them in the process's time zone.
     None for a type left to Spark, or more than `limit` rows."""
     schema = frame.schema
-    if not all(isinstance(f.dataType, _DRIVER_TYPES) for f in schema.fields):
+    if not all(isinstance(f.dataType, T.TimestampType) or _driver_converts(f.dataType) for f in schema.fields):
         return None
     rows = frame.select(*[F.unix_micros(F.col(f"`{f.name}`")) if isinstance(f.dataType, T.TimestampType)
                           else F.col(f"`{f.name}`") for f in schema.fields]).limit(limit).collect()

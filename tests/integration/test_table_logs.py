@@ -156,7 +156,11 @@ def test_merged_batches_of_every_type_keep_each_record_where_it_was(spark: Spark
 
 
 FLAT = [("id", "BIGINT NOT NULL"), ("name", "STRING"), ("amount", "DECIMAL(10, 2)"), ("at", "TIMESTAMP(3)"),
-        ("seen", "TIMESTAMP_LTZ(3)"), ("raw", "BYTES"), ("day", "DATE"), ("score", "DOUBLE"), ("ok", "BOOLEAN")]
+        ("seen", "TIMESTAMP_LTZ(3)"), ("raw", "BYTES"), ("day", "DATE"), ("score", "DOUBLE"), ("ok", "BOOLEAN"),
+        ("tags", "ARRAY<STRING>"), ("attrs", "MAP<STRING, INT>"), ("point", "ROW<`x` INT, `y z` DECIMAL(6, 2)>")]
+
+
+MAP = "map('k', {})"
 
 
 @pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "keyless"])
@@ -171,10 +175,13 @@ def test_values_the_driver_holds_are_written_without_a_spark_job(spark: SparkSes
     values = ", ".join(
         f"({i % 4}, {'NULL' if i % 5 == 0 else repr(f'n{i}')}, {i}.25, TIMESTAMP_NTZ'2025-03-01 12:00:{i:02d}', "
         f"TIMESTAMP'2025-03-01 23:{i:02d}:00', X'0{i % 10}', DATE'2025-03-{i + 1:02d}', {i / 8}, {i % 2 == 0}, "
+        f"array('t{i}', NULL), {'NULL' if i % 4 == 0 else MAP.format(i)}, named_struct('x', {i}, 'y z', {i}.5), "
         f"TIMESTAMP'2025-03-01 00:00:00.{i:03d}', {OPS[i % 4]}, {i})" for i in range(12))
     sql = (f"SELECT CAST(id AS BIGINT) id, name, CAST(amount AS DECIMAL(10, 2)) amount, at, seen, raw, day, "
-           f"CAST(score AS DOUBLE) score, ok, `$rowtime`, CAST(`$op` AS TINYINT) `$op`, CAST(seq AS BIGINT) seq "
-           f"FROM VALUES {values} AS v(id, name, amount, at, seen, raw, day, score, ok, `$rowtime`, `$op`, seq)")
+           f"CAST(score AS DOUBLE) score, ok, tags, CAST(attrs AS MAP<STRING, INT>) attrs, "
+           f"CAST(point AS STRUCT<x: INT, `y z`: DECIMAL(6, 2)>) point, `$rowtime`, CAST(`$op` AS TINYINT) `$op`, "
+           f"CAST(seq AS BIGINT) seq FROM VALUES {values} "
+           f"AS v(id, name, amount, at, seen, raw, day, score, ok, tags, attrs, point, `$rowtime`, `$op`, seq)")
     written = {}
     try:
         for local in (True, False):
@@ -197,7 +204,8 @@ def test_values_the_driver_holds_are_written_without_a_spark_job(spark: SparkSes
     names = [n for n, _ in FLAT] + ["$rowtime", "$partition", "$offset", "$op"]
 
     def stored(table: TableDef) -> list[tuple]:
-        return sorted((tuple(r[n] for n in names) for r in logs.read(table).collect()), key=lambda r: (r[-3], r[-2]))
+        return sorted((tuple(hashable(r[n]) for n in names) for r in logs.read(table).collect()),
+                      key=lambda r: (r[-3], r[-2]))
 
     assert stored(written[True][0]) == stored(written[False][0])
     assert written[True][1].ranges == written[False][1].ranges
