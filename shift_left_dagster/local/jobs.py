@@ -409,12 +409,13 @@ class Jobs:
             if sink.incremental:  # source order kept (Flink keeps each partition's order)
                 ordered = not small and self._in_log_order(job, sink.query, state, upper, records)
                 batch = self.logs.write(sink.table, records, job.name, order_by=[LOG_ORDER], ordered=ordered,
-                                        small_input=small, collect=small)
+                                        small_input=small, collect=small, scanless=False)
             elif sink.windowed:  # the windows this run fired: append-only
-                batch = self.logs.write(sink.table, records, job.name, small_input=small, collect=True)
+                batch = self.logs.write(sink.table, records, job.name, small_input=small, collect=True,
+                                        scanless=not sink.query.scans)
             else:  # the changelog of what changed since the last run
                 batch = self.logs.write(sink.table, self._changelog(job.name, sink, records), job.name,
-                                        small_input=small, collect=True)
+                                        small_input=small, collect=True, scanless=not sink.query.scans)
             if batch is not None:
                 output.batches.append(batch)
         if job.select is not None:
@@ -620,7 +621,7 @@ class Jobs:
         else:
             records = _retract_changes(table, written, EMITTED, BEFORE, now)
         small = self._reads_few(job, aggregation.rows, state, upper, incremental=resume)
-        return self.logs.write(table, records, job.name, small_input=small, collect=True)
+        return self.logs.write(table, records, job.name, small_input=small, collect=True, scanless=False)
 
     @staticmethod
     def _state_schema(aggregation: GroupAggregation, table: TableDef, rows: DataFrame) -> T.StructType:

@@ -75,7 +75,8 @@ class TableLogs:
         return removed
 
     def write(self, table: TableDef, records: DataFrame, producer: str | None, order_by: Sequence[str] = (), *,
-              ordered: bool = False, small_input: bool = False, collect: bool = False) -> Batch | None:
+              ordered: bool = False, small_input: bool = False, collect: bool = False,
+              scanless: bool = True) -> Batch | None:
         """Append records (stored columns + $rowtime + $op) as one batch; None when there were none.
 
         Records go to partitions by a hash of the table's key, in the input
@@ -90,6 +91,8 @@ class TableLogs:
         likely small: a stateless run over few records, a changelog of
         differences) one of at most DRIVER_ROWS records is placed and written
         by the driver, a larger one is computed again and written by Spark.
+        Records that read no table (`scanless`) may be held by the driver
+        already: asked of Spark's plan then, never of a query over files.
         """
         name = f"b-{uuid.uuid4().hex}"
         temporary = self.root / table.uid / f".tmp-{name}"
@@ -98,7 +101,7 @@ class TableLogs:
         collected = None
         if collect:
             with without_codegen(self.spark) if small_input else nullcontext():
-                collected = self._collected(table, records, order_by)
+                collected = self._collected(table, records, order_by, scanless)
         if collected is not None:
             temporary.mkdir(parents=True)
             for partition, part in collected.items():
@@ -147,14 +150,15 @@ class TableLogs:
         return spread.select(*_stored(table))
 
     @staticmethod
-    def _collected(table: TableDef, records: DataFrame, order_by: Sequence[str]) -> dict[int, pa.Table] | None:
+    def _collected(table: TableDef, records: DataFrame, order_by: Sequence[str],
+                   scanless: bool) -> dict[int, pa.Table] | None:
         """The batch in stored columns, placed by the driver without shuffle or Spark sort: a keyed
         record's partition is the hash `repartition` computes (pmod of Murmur3), a keyless one's its
         Spark partition merged down to the table's; each partition's records in `order_by` order.
         None when it holds more than DRIVER_ROWS records. Records Spark holds on the driver already
         (a local relation: INSERT ... VALUES) are taken from there, without a Spark job."""
         keys = [F.col(f"`{k}`") for k in table.key_columns]
-        local = (table.partitions == 1 or bool(keys)) and is_local_relation(records)
+        local = scanless and (table.partitions == 1 or bool(keys)) and is_local_relation(records)
         if keys and table.partitions > 1:
             spread, partition = records, F.pmod(F.hash(*keys), F.lit(table.partitions))
         elif local:  # one table partition: no Spark partitions to merge
