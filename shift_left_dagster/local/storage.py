@@ -44,6 +44,7 @@ from shift_left_dagster.local.store import BASE, Batch, Store
 # `_metadata.row_index` reads): a column of the read schema, pruned when a query reads no offsets, where
 # `_metadata`, once referenced, is carried whole through the plan (it cost a join + aggregate 0.1 s per 1 M rows).
 ROW_INDEX = "_tmp_metadata_row_index"
+_KEY_CHECKS_KEPT = 1024  # one_row_per_key answers kept (a set of files each)
 DRIVER_ROWS = 100_000  # at most this many records: a batch the driver writes, a run without code generation
 
 
@@ -56,6 +57,7 @@ class TableLogs:
         self.root = root
         self.spark = spark
         self.store = store
+        self._unique_keys: dict[frozenset[str], bool] = {}  # files -> one_row_per_key's answer
         root.mkdir(parents=True, exist_ok=True)
 
     def remove_unregistered(self) -> int:
@@ -207,6 +209,27 @@ class TableLogs:
         per_partition = [p for p, _file in selected]
         return len(per_partition) == len(set(per_partition)) and all(
             pq.read_metadata(self.root.parent / f).num_row_groups == 1 for f in selected.values())
+
+    def one_row_per_key(self, table: TableDef, ranges: dict[int, tuple[int, int]] | None = None,
+                        producer: str | None = None) -> bool:
+        """Whether the records in the ranges hold each primary key once and retract nothing (no -U, no -D):
+        an upsert table's state is then its records as they are, with no latest-row-per-key to compute
+        (a shuffle and a sort in Spark). Read by the driver from the files' key columns, once per set of
+        files (a file never changes)."""
+        selected, _exact = self._selected(table, ranges, producer)
+        files = frozenset(selected.values())
+        if not files or not table.primary_key:
+            return False
+        if files not in self._unique_keys:
+            retracting = any(b.retractions and files.intersection(b.files) for b in self.store.batches(table.uid))
+            keys = [pq.read_table(self.root.parent / f, columns=table.primary_key) for f in sorted(files)]
+            rows = sum(k.num_rows for k in keys)
+            distinct = pa.concat_tables(keys, promote_options="permissive").group_by(table.primary_key).aggregate(
+                []).num_rows
+            if len(self._unique_keys) >= _KEY_CHECKS_KEPT:
+                self._unique_keys.clear()
+            self._unique_keys[files] = not retracting and distinct == rows
+        return self._unique_keys[files]
 
     def _selected(self, table: TableDef, ranges: dict[int, tuple[int, int]] | None = None,
                   producer: str | None = None) -> tuple[dict[tuple[int, int], str], bool]:

@@ -88,17 +88,19 @@ class TableViews:
     def state(self, table: TableDef, ranges: Ranges | None = None, producer: str | None = None,
               skip: Mapping[int, list[int]] | None = None) -> DataFrame:
         """The table as it stands: the latest row per primary key for an upsert table (deletes
-        removed), else the rows inserted and not retracted; without the records at `skip` (partition
-        -> offsets: the late rows an event-time operator dropped, late_rows.py)."""
+        removed; its records as they are when they hold each key once and delete nothing), else the
+        rows inserted and not retracted; without the records at `skip` (partition -> offsets: the late
+        rows an event-time operator dropped, late_rows.py)."""
         records = self.logs.read(table, ranges, producer)
         if skip:
             records = records.where(~at_offsets(skip))
         op = F.col(f"`{OP}`")
         if table.upsert:
-            latest = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(
-                F.col(f"`{OFFSET}`").desc())
-            records = (records.where(op != UPDATE_BEFORE).withColumn("__sl_n", F.row_number().over(latest))
-                       .where((F.col("__sl_n") == 1) & (op != DELETE)))
+            if not self.logs.one_row_per_key(table, ranges, producer):
+                latest = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(
+                    F.col(f"`{OFFSET}`").desc())
+                records = (records.where(op != UPDATE_BEFORE).withColumn("__sl_n", F.row_number().over(latest))
+                           .where((F.col("__sl_n") == 1) & (op != DELETE)))
         elif any(b.retractions for b in self.logs.store.batches(table.uid)):
             records = self._cancel_retractions(table, records)
         # else every record is +I or +U: the table is its records, $op unread

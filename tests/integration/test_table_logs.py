@@ -19,6 +19,7 @@ from shift_left_dagster.local.catalog import DELETE, INSERT, UPDATE_AFTER, UPDAT
 from shift_left_dagster.local.spark import is_local_relation
 from shift_left_dagster.local.storage import NotNullViolation, TableLogs
 from shift_left_dagster.local.store import Batch, Store
+from shift_left_dagster.local.views import TableViews
 
 COLUMNS = [("id", "BIGINT NOT NULL"), ("name", "STRING"), ("amount", "DECIMAL(10, 2)"), ("tags", "ARRAY<STRING>"),
            ("attrs", "MAP<STRING, INT>"), ("at", "TIMESTAMP(3)"), ("seen", "TIMESTAMP_LTZ(3)"),
@@ -211,3 +212,36 @@ def test_values_the_driver_holds_are_written_without_a_spark_job(spark: SparkSes
     assert written[True][1].ranges == written[False][1].ranges
     seen = {r[1]: r[4] for r in stored(written[True][0])}  # read back in this process's zone again: UTC
     assert seen["n1"] == datetime(2025, 3, 1, 23, 1)
+
+
+def test_an_upsert_table_holding_each_key_once_is_its_records(spark: SparkSession, tmp_path: Path) -> None:
+    """State of an upsert table: its records as they are (no latest-row window) while each key is held once
+    and nothing is deleted; the latest row per key, deletes removed, once a key repeats or is deleted."""
+    store = Store(tmp_path / "service.db")
+    logs = TableLogs(tmp_path / "tables", spark, store)
+    views = TableViews(logs)
+    columns = [ColumnDef(name="id", type="BIGINT", nullable=False), ColumnDef(name="name", type="STRING")]
+    table = TableDef(uid="uid-up", id=TableId(catalog="c", database="d", name="up"), columns=columns,
+                     primary_key=["id"], distribution=["id"], partitions=2, changelog_mode="upsert")
+    store.create_table(table)
+
+    def append(rows: list[tuple[int, str, int]]) -> None:
+        frame = spark.createDataFrame([(i, n, START, op) for i, n, op in rows],
+                                      "id BIGINT, name STRING, `$rowtime` TIMESTAMP, `$op` TINYINT")
+        batch = logs.write(table, frame, "p", small_input=True, collect=True)
+        assert batch is not None
+        store.append_batches([batch])
+
+    def state() -> tuple[set[tuple[int, str]], bool]:
+        frame = views.state(table)
+        windowed = "Window" in frame._jdf.queryExecution().optimizedPlan().toString()
+        return {(r["id"], r["name"]) for r in frame.collect()}, windowed
+
+    append([(i, f"n{i}", INSERT) for i in range(6)])
+    append([(i, f"m{i}", INSERT) for i in range(6, 9)])
+    expected = {(i, f"n{i}") for i in range(6)} | {(i, f"m{i}") for i in range(6, 9)}
+    assert state() == (expected, False)
+    append([(2, "again", UPDATE_AFTER)])  # a key held twice: its latest row
+    assert state() == ((expected - {(2, "n2")}) | {(2, "again")}, True)
+    append([(7, "m7", DELETE)])
+    assert state() == ((expected - {(2, "n2"), (7, "m7")}) | {(2, "again")}, True)
