@@ -25,6 +25,7 @@ import shutil
 import uuid
 from collections.abc import Sequence
 from contextlib import nullcontext
+from datetime import UTC, datetime, timedelta
 from functools import reduce
 from pathlib import Path
 
@@ -44,6 +45,7 @@ from shift_left_dagster.local.store import BASE, Batch, Store
 # `_metadata.row_index` reads): a column of the read schema, pruned when a query reads no offsets, where
 # `_metadata`, once referenced, is carried whole through the plan (it cost a join + aggregate 0.1 s per 1 M rows).
 ROW_INDEX = "_tmp_metadata_row_index"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _KEY_CHECKS_KEPT = 1024  # one_row_per_key answers kept (a set of files each)
 DRIVER_ROWS = 100_000  # at most this many records: a batch the driver writes, a run without code generation
 
@@ -209,6 +211,35 @@ class TableLogs:
         per_partition = [p for p, _file in selected]
         return len(per_partition) == len(set(per_partition)) and all(
             pq.read_metadata(self.root.parent / f).num_row_groups == 1 for f in selected.values())
+
+    def highest_times(self, table: TableDef, column: str,
+                      ranges: dict[int, tuple[int, int]]) -> dict[int, int | None] | None:
+        """Per partition with records in the ranges, the highest value of a stored time column (epoch ms,
+        floored as Spark's unix_millis; None when NULL on every record), from the files' parquet
+        statistics: no Spark job. None when a file lies partly outside the ranges or has no statistics."""
+        selected, exact = self._selected(table, ranges)
+        if not exact:
+            return None
+        highest: dict[int, int | None] = {}
+        for (partition, _first), file in selected.items():
+            metadata = pq.read_metadata(self.root.parent / file)
+            index = metadata.schema.names.index(column) if column in metadata.schema.names else None
+            if index is None:
+                return None
+            highest.setdefault(partition, None)
+            for group in range(metadata.num_row_groups):
+                statistics = metadata.row_group(group).column(index).statistics
+                if statistics is None or (not statistics.has_min_max and statistics.num_values):
+                    return None
+                if statistics.has_min_max:
+                    value = statistics.max
+                    if not isinstance(value, datetime):
+                        return None
+                    at = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+                    millis = (at - _EPOCH) // timedelta(milliseconds=1)
+                    known = highest[partition]
+                    highest[partition] = millis if known is None else max(known, millis)
+        return highest
 
     def one_row_per_key(self, table: TableDef, ranges: dict[int, tuple[int, int]] | None = None,
                         producer: str | None = None) -> bool:

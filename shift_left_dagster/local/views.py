@@ -11,6 +11,7 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from shift_left_dagster.local.catalog import (
     DELETE,
@@ -28,6 +29,7 @@ from shift_left_dagster.local.types import spark_type_of
 from shift_left_dagster.translation.spark import HIDDEN, VALID_FROM, VALID_TO, translate_expression
 
 Ranges = dict[int, tuple[int, int]]
+_TIMES = (T.TimestampType, T.TimestampNTZType)
 
 
 class TemporalJoinError(ValueError):
@@ -128,6 +130,15 @@ class TableViews:
             return {}
         declared = table.column(column)
         name = declared.name if declared is not None else ROWTIME
+        if declared is not None and declared.virtual and declared.metadata_key == "timestamp":
+            stored = ROWTIME  # (the record's time)
+        elif declared is None or (declared.stored and isinstance(spark_type_of(declared.type), _TIMES)):
+            stored = name
+        else:  # computed, or not a time: Spark computes it
+            stored = None
+        known = self.logs.highest_times(table, stored, ranges) if stored is not None else None
+        if known is not None:
+            return known
         rows = (self.located(table, ranges)
                 .select(F.col(f"`{PARTITION}`").alias("p"), F.col(f"`{name}`").cast("timestamp").alias("t"))
                 .groupBy("p").agg(F.max(F.unix_millis(F.col("t"))).alias("t")).collect())

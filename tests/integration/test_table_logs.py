@@ -245,3 +245,45 @@ def test_an_upsert_table_holding_each_key_once_is_its_records(spark: SparkSessio
     assert state() == ((expected - {(2, "n2")}) | {(2, "again")}, True)
     append([(7, "m7", DELETE)])
     assert state() == ((expected - {(2, "n2"), (7, "m7")}) | {(2, "again")}, True)
+
+
+def test_highest_times_come_from_the_files_statistics(spark: SparkSession, tmp_path: Path) -> None:
+    """A run's watermark input (the highest time per partition) from parquet statistics, no Spark job, as
+    plain Python computes it from the records; a range ending inside a file is left to Spark, alike."""
+    store = Store(tmp_path / "service.db")
+    logs = TableLogs(tmp_path / "tables", spark, store)
+    views = TableViews(logs)
+    columns = [ColumnDef(name="id", type="BIGINT"), ColumnDef(name="at", type="TIMESTAMP(3)"),
+               ColumnDef(name="seen", type="TIMESTAMP_LTZ(3)")]
+    table = TableDef(uid="uid-times", id=TableId(catalog="c", database="d", name="times"), columns=columns,
+                     distribution=["id"], partitions=3)
+    store.create_table(table)
+    records = [(i, None if i % 3 == 0 else START + timedelta(milliseconds=7 * i, microseconds=999),
+                START + timedelta(seconds=i)) for i in range(40)]
+    for start, small in ((0, True), (20, False)):  # a file the driver wrote, one Spark wrote
+        frame = spark.createDataFrame([(*r, START, INSERT) for r in records[start:start + 20]],
+                                      "id BIGINT, at TIMESTAMP_NTZ, seen TIMESTAMP, `$rowtime` TIMESTAMP, `$op` TINYINT")
+        batch = logs.write(table, frame, "p", small_input=small, collect=small)
+        assert batch is not None
+        store.append_batches([batch])
+    located = [(r["$partition"], r["$offset"], r["id"]) for r in views.located(table).collect()]
+    ends = {p: max(o for q, o, _ in located if q == p) + 1 for p, _, _ in located}
+    epoch = datetime(1970, 1, 1)
+
+    def expected(ranges: dict[int, tuple[int, int]], at: int) -> dict[int, int | None]:
+        found: dict[int, int | None] = {}
+        for p, offset, i in located:
+            if ranges[p][0] <= offset < ranges[p][1]:
+                value = records[i][at]
+                millis = None if value is None else (value - epoch) // timedelta(milliseconds=1)
+                found[p] = max(filter(None, (found.get(p), millis)), default=None)
+        return found
+
+    whole = {p: (0, end) for p, end in ends.items()}
+    scheduler = spark.sparkContext._jsc.sc().dagScheduler()
+    jobs = scheduler.numTotalJobs()
+    assert views.highest_times(table, "at", whole) == expected(whole, 1)
+    assert views.highest_times(table, "seen", whole) == expected(whole, 2)
+    assert scheduler.numTotalJobs() == jobs
+    partial = {p: (1, end - 1) for p, end in ends.items()}
+    assert views.highest_times(table, "at", partial) == expected(partial, 1)
