@@ -113,6 +113,7 @@ class Sink:
     before: str = "keep"  # how -U rows are written: keep (retract sink), drop or delete (upsert sink)
     aggregation: GroupAggregation | None = None  # a GROUP BY run on accumulators kept per key
     groups: list[str] = field(default_factory=list)  # columns holding every GROUP BY key (keyless sink updates)
+    shaped: DataFrame | None = None  # a sink reading no table: its rows as validated, which its one run writes
 
     @property
     def windowed(self) -> bool:
@@ -184,7 +185,10 @@ class Jobs:
                 frame = self.bind(job, sink.query, empty=True, incremental=sink.incremental)
                 if job.create is None:
                     self._check_sink_types(frame, sink)
-                _ = self.shape(frame, sink, incremental=sink.incremental).schema
+                shaped = self.shape(frame, sink, incremental=sink.incremental)
+                _ = shaped.schema
+                if not sink.query.scans:  # no view to bind: the run's DataFrame is this one
+                    sink.shaped = shaped
             if job.select is not None:
                 _ = self.bind(job, job.select, empty=True).schema
         except PySparkException as error:
@@ -403,8 +407,9 @@ class Jobs:
                 if batch is not None:
                     output.batches.append(batch)
                 continue
-            result = self.bind(job, sink.query, state, upper, incremental=sink.incremental, fired=fired.get(str(index)))
-            records = self.shape(result, sink, incremental=sink.incremental)
+            records = sink.shaped if sink.shaped is not None else self.shape(
+                self.bind(job, sink.query, state, upper, incremental=sink.incremental, fired=fired.get(str(index))),
+                sink, incremental=sink.incremental)
             small = self._reads_few(job, sink.query, state, upper, incremental=sink.incremental)
             if sink.incremental:  # source order kept (Flink keeps each partition's order)
                 ordered = not small and self._in_log_order(job, sink.query, state, upper, records)
