@@ -261,8 +261,8 @@ def test_highest_times_come_from_the_files_statistics(spark: SparkSession, tmp_p
     records = [(i, None if i % 3 == 0 else START + timedelta(milliseconds=7 * i, microseconds=999),
                 START + timedelta(seconds=i)) for i in range(40)]
     for start, small in ((0, True), (20, False)):  # a file the driver wrote, one Spark wrote
-        frame = spark.createDataFrame([(*r, START, INSERT) for r in records[start:start + 20]],
-                                      "id BIGINT, at TIMESTAMP_NTZ, seen TIMESTAMP, `$rowtime` TIMESTAMP, `$op` TINYINT")
+        frame = spark.createDataFrame([(*r, START, INSERT) for r in records[start:start + 20]], "id BIGINT, "
+                                      "at TIMESTAMP_NTZ, seen TIMESTAMP, `$rowtime` TIMESTAMP, `$op` TINYINT")
         batch = logs.write(table, frame, "p", small_input=small, collect=small)
         assert batch is not None
         store.append_batches([batch])
