@@ -8,7 +8,7 @@ For each scenario it prints
 - the client's side: statements created, polls, seconds in HTTP calls;
 - the top functions of the engine thread by cumulative time (cProfile), with --top N.
 
-Run: python bench/profile_local.py [--scenario sample|stateful|all] [--rows 1000000] [--top 25]
+Run: python bench/profile_local.py [--scenario sample|sample-warm|stateless|stateful|all] [--rows 1000000] [--top 25]
 Also reached as `python bench/bench_local.py --profile`.
 """
 
@@ -199,7 +199,7 @@ def profiled(title: str, scenario: Callable[[], float], top: int) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--scenario", choices=("sample", "sample-warm", "stateful", "all"), default="all")
+    parser.add_argument("--scenario", choices=("sample", "sample-warm", "stateful", "stateless", "all"), default="all")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--top", type=int, default=25, help="cProfile lines of the engine thread (0: none)")
     args = parser.parse_args(argv)
@@ -209,16 +209,17 @@ def main(argv: list[str] | None = None) -> None:
             profiled("sample project, service just started", lambda: sample_on_fresh_service(data), args.top)
         if args.scenario in ("sample", "sample-warm", "all"):
             profiled("sample project, warm service", sample_on_warm_service(data), args.top)
-        if args.scenario in ("stateful", "all"):
+        kinds = [k for k in ("stateless", "stateful") if args.scenario in (k, "all")]
+        if kinds:
             with InProcessService(data / "service") as service:
                 throughput = Throughput(service, args.rows, data)
-                for _ in range(2):  # JIT and caches warm, as in the benchmark's later pairs
-                    throughput.ours("stateful")
-                    throughput.bare("stateful")
-                profiled(f"stateful join + aggregate, {args.rows:,} rows", lambda: throughput.ours("stateful"),
-                         args.top)
-                profiled(f"bare Spark, the same query over the same {args.rows:,} rows",
-                         lambda: throughput.bare("stateful"), 0)
+                for kind in kinds:
+                    for _ in range(2):  # JIT and caches warm, as in the benchmark's later pairs
+                        throughput.ours(kind)
+                        throughput.bare(kind)
+                    profiled(f"{kind}, {args.rows:,} rows", lambda kind=kind: throughput.ours(kind), args.top)
+                    profiled(f"bare Spark, the same {kind} query over the same {args.rows:,} rows",
+                             lambda kind=kind: throughput.bare(kind), 0)
     finally:
         shutil.rmtree(data, ignore_errors=True)
 
