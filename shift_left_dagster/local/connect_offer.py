@@ -14,6 +14,7 @@ import json
 import os
 import secrets
 import socket
+import time
 from pathlib import Path
 
 from pydantic import BaseModel, SecretStr, ValidationError
@@ -55,8 +56,17 @@ def write_offer(data_dir: Path, offer: ConnectOffer) -> None:
     temporary.replace(data_dir / OFFER_FILE)
 
 
-def withdraw_offer(data_dir: Path) -> None:
+def withdraw_offer(data_dir: Path, wait_seconds: float = 15.0) -> None:
+    """Remove the offer, then wait (bounded) until its port is closed: the JVM's sockets outlive the
+    service process by a moment, and a caller of `local stop` expects the server gone when it returns."""
+    try:
+        port: int | None = ConnectOffer.model_validate_json((data_dir / OFFER_FILE).read_text()).port
+    except (OSError, ValidationError):
+        port = None
     (data_dir / OFFER_FILE).unlink(missing_ok=True)
+    deadline = time.monotonic() + wait_seconds
+    while port is not None and _listening(port) and time.monotonic() < deadline:
+        time.sleep(0.1)
 
 
 def read_offer(data_dir: str | Path) -> ConnectOffer | None:
