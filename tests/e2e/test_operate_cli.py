@@ -88,18 +88,23 @@ def test_stop_keeps_the_offsets_and_resume_reads_each_record_once(cli: Cli) -> N
     assert cli.payments() == sorted(before + [(f"pay-x{i}",) for i in range(4)], key=repr)
 
 
-def test_resume_refuses_a_table_whose_code_changed_and_says_to_deploy_it(cli: Cli) -> None:
-    cli.deploy("src_table_3")
-    assert cli("stop", "src_table_3").exit_code == 0
+def refused_with_changed_code(cli: Cli, *args: str) -> list[str]:
+    """The stderr lines of a command refused (exit 2) while src_table_3's DML differs from what was deployed."""
     dml = cli.root / DML
     original = dml.read_text()
     dml.write_text(original.replace("AND amount IS NOT NULL", "AND amount IS NOT NULL AND amount > 0"))
     try:
-        refused = cli("resume", "src_table_3")
+        refused = cli(*args)
     finally:
         dml.write_text(original)
-    assert refused.exit_code == 2
-    assert refused.stderr.strip().splitlines() == [
+    assert refused.exit_code == 2, refused.output
+    return refused.stderr.strip().splitlines()
+
+
+def test_resume_refuses_a_table_whose_code_changed_and_says_to_deploy_it(cli: Cli) -> None:
+    cli.deploy("src_table_3")
+    assert cli("stop", "src_table_3").exit_code == 0
+    assert refused_with_changed_code(cli, "resume", "src_table_3") == [
         "error: src_table_3: its code changed since it was stopped, so it is not resumed: deploy it "
         "(shift-left-dagster deploy src_table_3), the plan decides how"]
     assert cli.client.get_statement(STATEMENT).phase == "STOPPED"
@@ -162,15 +167,7 @@ def test_stop_and_resume_a_reprocess_beside_the_serving_version(cli: Cli) -> Non
     assert cli.payments() == sorted(before + added, key=repr)  # the serving version reads on
     assert select(cli.client, "SELECT payment_id FROM src_table_3_v2") == shadow
 
-    dml = cli.root / DML
-    original = dml.read_text()
-    dml.write_text(original.replace("AND amount IS NOT NULL", "AND amount IS NOT NULL AND amount > 0"))
-    try:
-        refused = cli("resume", "--candidate", "src_table_3")
-    finally:
-        dml.write_text(original)
-    assert refused.exit_code == 2
-    assert refused.stderr.strip().splitlines() == [
+    assert refused_with_changed_code(cli, "resume", "--candidate", "src_table_3") == [
         "error: src_table_3: its code changed since version 2 was stopped, so it is not resumed: roll it back "
         "(shift-left-dagster rollback src_table_3) and build it again"]
 
