@@ -340,7 +340,8 @@ def reprocess(
             _fail(ValueError("nothing ran: pass --allow-partial-history to accept the history above"))
         return
     _run(deployment)
-    typer.echo("check the new versions (shift-left-dagster check), then: shift-left-dagster promote | rollback")
+    typer.echo("once they caught up: shift-left-dagster promote (checks the new versions first) | rollback; "
+               "shift-left-dagster stop --candidate pauses them")
 
 
 @app.command()
