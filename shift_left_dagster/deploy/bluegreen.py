@@ -115,6 +115,11 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
                if not (c.table in graph.tables and c.table in serving and planner.unchanged(c.table))]
     wanted = plan_blue_green(graph, changes, serving)
     deployed = {v.table for v in wanted.versions if v.table in serving}
+    candidates = live.candidate_versions()
+    busy = sorted((deployed | {c.table for c in wanted.in_place}) & set(candidates))
+    if busy:  # a new version would replace the candidate, an in-place swap would miss it
+        raise PlanError([f"{t} has version {candidates[t]} beside the serving one (a reprocess or an earlier "
+                         f"commit's) and the commit changes {t}: promote or roll it back first" for t in busy])
     reading = {**options.physical_names, **{v.table: v.physical for v in wanted.versions if v.table in deployed}}
     steps: list[PlanStep] = []
     for version in wanted.versions:

@@ -465,6 +465,17 @@ class DeploymentModel(RuleBasedStateMachine):
         already exists", found by bench_model's round 0)."""
         assert quiesce(self.service.url)["quiet"]  # the change lands once the pipeline caught up
         head = self.git("rev-parse", "HEAD")
+        totals_change = self.cursor_weight != self.weight and (TOTALS not in self.serving
+                                                                or self.totals_weight != self.weight)
+        touched = {"src_orders"} if self.source_changed() else set()
+        touched |= {TOTALS} if totals_change and TOTALS in self.serving else set()
+        if self.shadow is not None and touched & set(self.shadow.versions):
+            # A table being reprocessed beside its serving version: the commit would replace the new version
+            # (or change only the serving one); refused until it is promoted or rolled back, the cursor kept.
+            with pytest.raises(PlanError, match="promote or roll it back first"):
+                self.deployer().deploy_commit(self.cursor, head)
+            self.count()
+            return
         deployment = self.deployer().deploy_commit(self.cursor, head)
         deployment.wait()
         actions = {(s.table, s.action) for s in deployment.plan.changes}
@@ -472,7 +483,7 @@ class DeploymentModel(RuleBasedStateMachine):
         if self.source_changed():  # stateless, compatible: replaced in place from its offsets
             expected.add(("src_orders", Action.REPLACE_IN_PLACE))
             self.segments.append((len(self.raw), self.multiplier, self.extra))
-        if self.cursor_weight != self.weight and (TOTALS not in self.serving or self.totals_weight != self.weight):
+        if totals_change:
             # stateful: a new version beside the serving one (none when a deploy already runs git's code)
             expected.add((TOTALS, Action.DEPLOY))
             if TOTALS in self.serving:
@@ -1009,6 +1020,28 @@ REGRESSIONS: dict[str, list[tuple[str, tuple]]] = {
         ("deploy", (AMOUNTS,)),
         ("check_then_promote_or_roll_back_the_reprocess", (True,)),
         ("insert_raw_records", ([("bob", 9)],)),
+    ],
+    # A commit changing the aggregate while it was being reprocessed: the sensor's run deployed version 2
+    # again, from earliest with the commit's code, over the reprocess catching up (now refused).
+    "a commit does not replace a reprocess catching up": [
+        ("deploy", (TOTALS,)),
+        ("insert_raw_records", ([("ann", 7)],)),
+        ("commit_aggregate_change", ()),
+        ("reprocess_from_a_mark", (TOTALS, 1)),
+        ("insert_raw_records", ([("bob", 9)],)),
+        ("sensor_run_deploys_the_commits", ()),
+        ("check_then_promote_or_roll_back_the_reprocess", (True,)),
+        ("sensor_run_deploys_the_commits", ()),
+    ],
+    # An in-place commit to src_orders while it was being reprocessed: only the serving version took the
+    # change, so promotion served the old code with the sensor's cursor past the commit (now refused).
+    "an in-place commit waits for a reprocess of its table": [
+        ("reprocess_from_a_mark", ("src_orders", 0)),
+        ("commit_source_change", ()),
+        ("insert_raw_records", ([("cy", 4)],)),
+        ("sensor_run_deploys_the_commits", ()),
+        ("check_then_promote_or_roll_back_the_reprocess", (False,)),
+        ("sensor_run_deploys_the_commits", ()),
     ],
 }
 
