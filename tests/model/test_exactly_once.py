@@ -594,6 +594,33 @@ class DeploymentModel(RuleBasedStateMachine):
         self.shadow = None
         self.count()
 
+    @precondition(lambda self: self.shadow is not None)
+    @rule(records=st.lists(st.tuples(st.sampled_from(CUSTOMERS), st.integers(min_value=0, max_value=9)),
+                           min_size=1, max_size=2))
+    def stop_and_resume_the_reprocess(self, records: list[tuple[str, int]]) -> None:
+        """`stop --candidate` then `resume --candidate` of every table being reprocessed, records arriving
+        meanwhile: only the new versions stop (the serving statements run on), and once resumed from their
+        offsets they read each record once (judged when the reprocess is checked)."""
+        assert self.shadow is not None
+        tables = sorted(self.shadow.versions)
+        serving = {n: p for n, p in self.phases().items() if n not in self.shadow_statements()}
+        stop = self.deployer().stop(tables, candidate=True)
+        assert {s.table for s in stop.plan.changes} == set(tables), stop.plan
+        stop.wait()
+        assert {self.phases()[n] for n in self.shadow_statements()} == {"STOPPED"}
+        self.insert_raw_records(records)
+        assert {n: p for n, p in self.phases().items() if n in serving} == serving
+        self.deployer().resume(tables, candidate=True).wait()
+        assert {self.phases()[n] for n in self.shadow_statements()} == {"RUNNING"}
+        self.count()
+
+    def phases(self) -> dict[str, str]:
+        return {s.name: s.phase for s in self.client.list_statements() if "-dml-" in s.name}
+
+    def shadow_statements(self) -> set[str]:
+        assert self.shadow is not None
+        return {statement(p) for p in self.shadow.physical().values()}
+
     @precondition(lambda self: self.candidate is None and self.shadow is None and bool(self.serving))
     @rule(table=st.sampled_from(TABLES), mark=st.integers(min_value=0, max_value=99),
           delay=st.sampled_from([0.0, 0.3, 1.0]))
@@ -972,6 +999,7 @@ WALK: list[tuple[str, tuple]] = [
     ("check_then_promote_or_roll_back_the_reprocess", (True,)),
     ("kill_a_reprocess_holding_the_lease", (TIERS, 2, 0.3)),
     ("reprocess_from_a_mark", (TIERS, 2)),  # after the first upserts: holds only the later ones
+    ("stop_and_resume_the_reprocess", ([("ann", 5)],)),
     ("upsert_raw_tiers", ([("cy", 2), ("ann", 3)],)),
     ("check_then_promote_or_roll_back_the_reprocess", (True,)),
     ("reprocess_from_a_mark", (TOTALS, 1)),
