@@ -10,16 +10,20 @@ cursor: stateless compatible changes replaced in place from the old statement's 
 one deployed as a new version beside the serving one), promote or roll back that candidate, stop
 statements, and walk the paths issue 25 found broken: an emptied or deleted DDL/DML file and its
 restoration, a misspelt parent committed, a closed-window backfill, a deployment killed while it holds
-the lease, the service restarted mid-deployment, a deploy excluding the sources.
+the lease, the service restarted mid-deployment, a deploy excluding the sources. And issue 31's reprocess:
+a table reprocessed from a moment between two inserts into new versions beside the serving ones (its
+deployed descendants too), stopped and resumed there, checked, then promoted or rolled back; a reprocess
+killed after planning, then rolled back.
 
-The oracle is a plain-Python evaluation of the SQL each stretch of the raw topics was processed with,
-never computed by the engine under test. After operations the pipeline catches up and: no table holds
-fewer rows than before unless the model recreated it, every table the model judges equals the oracle,
-and every check `shift-left-dagster check` runs gives the oracle's verdict (no false red, no false
-green). Every run's outcome (success, refusal at plan time) is the model's prediction; a run that
-raised where none was predicted fails the test. At the end of each sequence every table is deployed
-once more (stopped statements are resumed, nothing recreated), a re-plan is empty, and every serving
-table and candidate equals the oracle with no duplicated key.
+The oracle is a plain-Python evaluation of the SQL each stretch of the raw topics was processed with, never
+computed by the engine under test; a reprocessed version holds the records from its start on (the history
+before it absent by consent), and so does the serving table once it is promoted. After operations the pipeline
+catches up and: no table holds fewer rows than before unless the model recreated it, every table the model
+judges equals the oracle, and every check `shift-left-dagster check` runs gives the oracle's verdict (no false
+red, no false green). Every run's outcome (success, refusal at plan time) is the model's prediction; a run
+that raised where none was predicted fails the test. At the end of each sequence every table is deployed once
+more (stopped statements are resumed, nothing recreated), a re-plan is empty, and every serving table and
+candidate equals the oracle with no duplicated key.
 
 CI runs a fixed seed set, bounded, plus a walk through every operation; `python bench/bench_model.py`
 explores more (several seeds, checks after every operation).
