@@ -248,17 +248,23 @@ def statements(
     typer.echo(report.model_dump_json(indent=1) if as_json else (render_failing if failing else render_running)(report))
 
 
+CandidateOption = Annotated[bool, typer.Option(
+    "--candidate", help="act on the new versions not promoted yet (a reprocess, a breaking commit's), not the "
+                        "serving ones")]
+
+
 @app.command()
 def stop(
     tables: TablesArgument = None,
     product: ProductOption = None,
     pipelines: PipelinesOption = None,
     config: ConfigOption = None,
+    candidate: CandidateOption = False,
 ) -> None:
-    """Stop TABLES' running (or failing) statements, keeping their offsets: the runbook's "limit the damage".
-    `resume` continues from those offsets."""
+    """Stop TABLES' (or a product's) running or failing statements, keeping their offsets: the runbook's "limit
+    the damage". `resume` continues from those offsets."""
     deployer = _deployer(pipelines, config)
-    _run(deployer.stop(_targets(deployer.graph, tables, product, None, None)))
+    _run(deployer.stop(_targets(deployer.graph, tables, product, None, None), candidate=candidate))
 
 
 @app.command()
@@ -267,14 +273,15 @@ def resume(
     product: ProductOption = None,
     pipelines: PipelinesOption = None,
     config: ConfigOption = None,
+    candidate: CandidateOption = False,
 ) -> None:
-    """Resume stopped TABLES from the offsets they kept; refused for a table whose code changed since (deploy
-    it: the plan's rules decide how)."""
+    """Resume stopped TABLES (or a product's) from the offsets they kept; refused for a table whose code changed
+    since (deploy it: the plan's rules decide how)."""
     from shift_left_dagster.deploy.plan import PlanError
 
     deployer = _deployer(pipelines, config)
     try:
-        deployment = deployer.resume(_targets(deployer.graph, tables, product, None, None))
+        deployment = deployer.resume(_targets(deployer.graph, tables, product, None, None), candidate=candidate)
     except PlanError as error:
         _fail(error)
         raise
@@ -332,7 +339,8 @@ def reprocess(
             _fail(ValueError("nothing ran: pass --allow-partial-history to accept the history above"))
         return
     _run(deployment)
-    typer.echo("check the new versions (shift-left-dagster check), then: shift-left-dagster promote | rollback")
+    typer.echo("once they caught up: shift-left-dagster promote (checks the new versions first) | rollback; "
+               "shift-left-dagster stop --candidate pauses them")
 
 
 @app.command()

@@ -14,14 +14,15 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from shift_left_dagster.deploy.changes import Category, TableChange
-from shift_left_dagster.deploy.live import LiveState
+from shift_left_dagster.deploy.live import DEPLOYED_PHASES, LiveState, StatementKind
 from shift_left_dagster.deploy.naming import statement_name, versioned_name
 from shift_left_dagster.deploy.plan import DeploymentPlan, PlanError, Planner, PlanOptions, finish
 from shift_left_dagster.deploy.rewrite import rename_tables
 from shift_left_dagster.deploy.steps import Action, PlanKind, PlanStep, RetireStep
 from shift_left_dagster.deploy.undeploy import undeploy_plan
-from shift_left_dagster.project.analysis import StateForm
+from shift_left_dagster.project.analysis import StateForm, tables_read
 from shift_left_dagster.project.graph import ProjectGraph
+from shift_left_dagster.project.parsing import parse_one_statement
 
 
 class VersionedTable(BaseModel):
@@ -114,6 +115,11 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
                if not (c.table in graph.tables and c.table in serving and planner.unchanged(c.table))]
     wanted = plan_blue_green(graph, changes, serving)
     deployed = {v.table for v in wanted.versions if v.table in serving}
+    candidates = live.candidate_versions()
+    busy = sorted((deployed | {c.table for c in wanted.in_place}) & set(candidates))
+    if busy:  # a new version would replace the candidate, an in-place swap would miss it
+        raise PlanError([f"{t} has version {candidates[t]} beside the serving one (a reprocess or an earlier "
+                         f"commit's) and the commit changes {t}: promote or roll it back first" for t in busy])
     reading = {**options.physical_names, **{v.table: v.physical for v in wanted.versions if v.table in deployed}}
     steps: list[PlanStep] = []
     for version in wanted.versions:
@@ -164,9 +170,28 @@ def promote_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions,
     """Candidates serve: the old versions' statements are removed (their tables are kept)."""
     candidates, serving = live.candidate_versions(), live.serving_versions()
     chosen = [t for t in sorted(tables or candidates) if t in candidates]
+    stranded = _stranded_readers(graph, live, {versioned_name(t, serving[t]): t for t in chosen}, serving)
+    if stranded:
+        raise PlanError(stranded)
     steps = [_retire_step(graph, options, Action.PROMOTE, t, serving[t], candidates[t], live) for t in chosen]
     return DeploymentPlan(kind=PlanKind.PROMOTE, targets=chosen, options=options,
                           steps=[s.model_copy(update={"index": i}) for i, s in enumerate(steps)])
+
+
+def _stranded_readers(graph: ProjectGraph, live: LiveState, retired: dict[str, str],
+                      serving: dict[str, int]) -> list[str]:
+    """Serving statements of other tables reading a version the promotion retires: they would stop receiving
+    rows (a table deployed after the new versions were built, or a candidate promoted without its readers)."""
+    problems = []
+    for statement in sorted(live.of_project(list(graph.tables)).statements.values(), key=lambda s: s.name):
+        if (statement.kind != StatementKind.DML or statement.table in retired.values() or not statement.sql
+                or statement.phase not in DEPLOYED_PHASES or statement.version != serving.get(statement.table or "")):
+            continue
+        for topic in sorted(set(tables_read(parse_one_statement(statement.sql).tree)) & set(retired)):
+            problems.append(f"{statement.table} ({statement.name}) reads {topic}, which promoting {retired[topic]} "
+                            f"retires, and has no new version reading {retired[topic]}'s: promote them together, or "
+                            f"roll back and build the new versions again (deployed readers follow)")
+    return problems
 
 
 def rollback_plan(graph: ProjectGraph, live: LiveState, options: PlanOptions,

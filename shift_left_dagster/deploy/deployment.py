@@ -208,13 +208,13 @@ class Deployer:
         return self._planned(lambda live: undeploy_plan(self.graph, sorted(set(chosen)), live, self.options(live),
                                                         strict=strict))
 
-    def stop(self, tables: list[str]) -> Deployment:
-        """Stop the tables' running statements, keeping their offsets."""
-        return self._planned(lambda live: stop_plan(self.graph, tables, live, self.options(live)))
+    def stop(self, tables: list[str], *, candidate: bool = False) -> Deployment:
+        """Stop the tables' running statements, keeping their offsets (`candidate`: their new versions')."""
+        return self._planned(lambda live: stop_plan(self.graph, tables, live, self.options(live), candidate))
 
-    def resume(self, tables: list[str]) -> Deployment:
+    def resume(self, tables: list[str], *, candidate: bool = False) -> Deployment:
         """Resume stopped tables from their offsets; refused for a table whose code changed (deploy it)."""
-        return self._planned(lambda live: resume_plan(self.graph, tables, live, self.options(live)))
+        return self._planned(lambda live: resume_plan(self.graph, tables, live, self.options(live), candidate))
 
     def housekeep(self) -> Deployment:
         """Remove terminal statements no plan needs and old versions' tables nothing reads."""

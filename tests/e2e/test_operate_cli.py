@@ -88,22 +88,96 @@ def test_stop_keeps_the_offsets_and_resume_reads_each_record_once(cli: Cli) -> N
     assert cli.payments() == sorted(before + [(f"pay-x{i}",) for i in range(4)], key=repr)
 
 
-def test_resume_refuses_a_table_whose_code_changed_and_says_to_deploy_it(cli: Cli) -> None:
-    cli.deploy("src_table_3")
-    assert cli("stop", "src_table_3").exit_code == 0
+def refused_with_changed_code(cli: Cli, *args: str) -> list[str]:
+    """The stderr lines of a command refused (exit 2) while src_table_3's DML differs from what was deployed."""
     dml = cli.root / DML
     original = dml.read_text()
     dml.write_text(original.replace("AND amount IS NOT NULL", "AND amount IS NOT NULL AND amount > 0"))
     try:
-        refused = cli("resume", "src_table_3")
+        refused = cli(*args)
     finally:
         dml.write_text(original)
-    assert refused.exit_code == 2
-    assert refused.stderr.strip().splitlines() == [
+    assert refused.exit_code == 2, refused.output
+    return refused.stderr.strip().splitlines()
+
+
+def test_resume_refuses_a_table_whose_code_changed_and_says_to_deploy_it(cli: Cli) -> None:
+    cli.deploy("src_table_3")
+    assert cli("stop", "src_table_3").exit_code == 0
+    assert refused_with_changed_code(cli, "resume", "src_table_3") == [
         "error: src_table_3: its code changed since it was stopped, so it is not resumed: deploy it "
         "(shift-left-dagster deploy src_table_3), the plan decides how"]
     assert cli.client.get_statement(STATEMENT).phase == "STOPPED"
     assert cli("resume", "src_table_3").exit_code == 0  # the code as deployed again: resumed
+
+
+def more_payments(cli: Cli, first: int, count: int) -> list[tuple]:
+    """Payments inserted into the raw topic now (record time: now); their ids as src_table_3 holds them."""
+    ids = [f"pay-y{first + i}" for i in range(count)]
+    name = f"payments-{first}"
+    cli.client.create_statement(name, "INSERT INTO raw_payments VALUES " + ", ".join(
+        f"('{i}', 'ord-001', 'card', 'captured', 1.00, NULL, TIMESTAMP '2026-01-06 10:00:00')" for i in ids))
+    cli.client.wait_for_phase(name, {"COMPLETED"}, 60)
+    return [(i,) for i in ids]
+
+
+def dml_phases(cli: Cli) -> dict[str, str]:
+    return {s.name: s.phase for s in cli.client.list_statements() if s.name.startswith("local-p1-dml-")}
+
+
+def test_stop_and_resume_a_product_keep_every_statement_offsets(cli: Cli) -> None:
+    cli.deploy("fct_order")  # every p1 table
+    running = dml_phases(cli)
+    assert len(running) == 6 and set(running.values()) == {"RUNNING"}, running
+    before = cli.payments()
+
+    stopped = cli("stop", "--product", "p1")
+    assert stopped.exit_code == 0, stopped.output
+    assert dml_phases(cli) == {name: "STOPPED" for name in running}
+    added = more_payments(cli, 0, 3)
+    quiesce(cli.url)
+    assert cli.payments() == before
+
+    resumed = cli("resume", "--product", "p1")
+    assert resumed.exit_code == 0, resumed.output
+    assert dml_phases(cli) == running
+    quiesce(cli.url)
+    assert cli.payments() == sorted(before + added, key=repr)  # each record once
+
+
+def test_stop_and_resume_a_reprocess_beside_the_serving_version(cli: Cli) -> None:
+    """`--candidate`: a new version being reprocessed is stopped and resumed from its offsets while the serving
+    one runs on; resuming it after its code changed is refused in one line; then it is rolled back."""
+    cli.deploy("src_table_3")
+    reprocess = cli("reprocess", "src_table_3", "--from", "2026-01-02", "--allow-partial-history")
+    assert reprocess.exit_code == 0, reprocess.output
+    quiesce(cli.url)
+    shadow = select(cli.client, "SELECT payment_id FROM src_table_3_v2")
+    assert shadow and len(shadow) < len(cli.payments())  # history before the start is not reprocessed
+
+    stopped = cli("stop", "--candidate", "--product", "p1")
+    assert stopped.exit_code == 0, stopped.output
+    phases = dml_phases(cli)
+    assert phases["local-p1-dml-src-table-3-v2"] == "STOPPED" and phases["local-p1-dml-src-table-3"] == "RUNNING"
+    assert {n: p for n, p in phases.items() if not n.endswith("-v2")} == {
+        n: "RUNNING" for n in phases if not n.endswith("-v2")}  # no serving statement stopped
+    before = cli.payments()
+    added = more_payments(cli, 10, 2)
+    quiesce(cli.url)
+    assert cli.payments() == sorted(before + added, key=repr)  # the serving version reads on
+    assert select(cli.client, "SELECT payment_id FROM src_table_3_v2") == shadow
+
+    assert refused_with_changed_code(cli, "resume", "--candidate", "src_table_3") == [
+        "error: src_table_3: its code changed since version 2 was stopped, so it is not resumed: roll it back "
+        "(shift-left-dagster rollback src_table_3) and build it again"]
+
+    resumed = cli("resume", "--candidate", "src_table_3")
+    assert resumed.exit_code == 0, resumed.output
+    assert dml_phases(cli)["local-p1-dml-src-table-3-v2"] == "RUNNING"
+    quiesce(cli.url)
+    assert select(cli.client, "SELECT payment_id FROM src_table_3_v2") == sorted(shadow + added, key=repr)
+    assert cli("rollback").exit_code == 0
+    assert not [n for n in dml_phases(cli) if n.endswith("-v2")]
 
 
 def test_statements_failing_shows_each_failing_statement_with_its_root_error(cli: Cli) -> None:

@@ -250,3 +250,21 @@ def test_exclude_never_deploys_an_excluded_table_and_names_it(repo):
     plan = build_plan(graph, ["dim_c360_users"], deployed, options)
     assert {s.table: s.action.value for s in plan.steps if s.table} == {
         "src_c360_groups": "skip", "src_c360_users": "skip", "dim_c360_users": "deploy"}
+
+
+def test_a_commit_changing_a_table_with_a_version_beside_the_serving_one_is_refused(repo):
+    """A reprocess (or an earlier commit's version) of fct_order catching up: a commit to its parent would
+    deploy fct_order_v2 again over it; refused, naming it (the model test's counterexample)."""
+    from shift_left_dagster.deploy.bluegreen import commit_plan
+    from shift_left_dagster.deploy.live import LiveStatement, StatementKind
+    from shift_left_dagster.deploy.plan import PlanError, PlanOptions
+
+    commit(repo, INT2, (repo / INT2).read_text().replace("THEN 1 ELSE 0", "THEN 2 ELSE 0"))
+    graph = ProjectGraph(build_inventory(repo / "pipelines"))
+    live = _live(graph, P1, P1_RAW)
+    name = "dev-p1-dml-fct-order-v2"
+    live.statements[name] = LiveStatement(name=name, phase="RUNNING", code_version="any", table="fct_order",
+                                          version=2, kind=StatementKind.DML)
+    with pytest.raises(PlanError, match="^fct_order has version 2 beside the serving one .* promote or roll it "
+                                        "back first$"):
+        commit_plan(graph, detect_changes(repo, "HEAD~1"), live, PlanOptions())

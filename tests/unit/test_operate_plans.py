@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from shift_left_dagster.deploy.live import LiveState, LiveStatement, StatementKind
+from shift_left_dagster.deploy.naming import statement_name, versioned_name
 from shift_left_dagster.deploy.operate import resume_plan, stop_plan
 from shift_left_dagster.deploy.plan import Action, PlanError, PlanOptions, render_plan
 from shift_left_dagster.deploy.steps import StopStep
@@ -49,3 +51,35 @@ def test_resume_refuses_a_stopped_table_whose_code_changed_in_one_line(graph: Pr
         resume_plan(graph, ["src_table_1"], live, PlanOptions())
     assert str(refused.value) == ("src_table_1: its code changed since it was stopped, so it is not resumed: "
                                   "deploy it (shift-left-dagster deploy src_table_1), the plan decides how")
+
+
+def with_candidate(live: LiveState, graph: ProjectGraph, table: str, phase: str, code_version: str | None = None
+                   ) -> LiveState:
+    """`live` and a version 2 of `table` beside its serving one (a reprocess catching up)."""
+    info = graph.tables[table]
+    name = statement_name("dev", info.product, "dml", versioned_name(table, 2))
+    candidate = LiveStatement(name=name, phase=phase, compute_pool_id="lfcp-run", version=2, table=table,
+                              code_version=code_version or info.code_version, kind=StatementKind.DML)
+    return live.model_copy(update={"statements": {**live.statements, name: candidate}})
+
+
+def test_stop_and_resume_act_on_the_new_version_beside_the_serving_one(graph: ProjectGraph) -> None:
+    live = with_candidate(running(graph, ["src_table_1", "src_table_2"]), graph, "src_table_1", "RUNNING")
+    plan = stop_plan(graph, ["src_table_1", "src_table_2"], live, PlanOptions(), candidate=True)
+    assert [(s.table, s.action, s.dml_statement, s.version) for s in plan.steps] == [  # type: ignore[union-attr]
+        ("src_table_2", Action.SKIP, "dev-p1-dml-src-table-2", 1),
+        ("src_table_1", Action.STOP, "dev-p1-dml-src-table-1-v2", 2)]
+    assert plan.steps[0].reason == "no new version beside the serving one"  # its serving version runs on
+
+    stopped = with_candidate(running(graph, ["src_table_1", "src_table_2"], phase="STOPPED"), graph, "src_table_1",
+                             "STOPPED")
+    plan = resume_plan(graph, ["src_table_1", "src_table_2"], stopped, PlanOptions(), candidate=True)
+    assert {(s.table, s.action, s.dml_statement) for s in plan.steps if s.table} == {  # type: ignore[union-attr]
+        ("src_table_1", Action.RESUME, "dev-p1-dml-src-table-1-v2"),
+        ("src_table_2", Action.SKIP, "dev-p1-dml-src-table-2")}
+
+    changed = with_candidate(running(graph, ["src_table_1"]), graph, "src_table_1", "STOPPED", "old-version")
+    with pytest.raises(PlanError) as refused:
+        resume_plan(graph, ["src_table_1"], changed, PlanOptions(), candidate=True)
+    assert str(refused.value) == ("src_table_1: its code changed since version 2 was stopped, so it is not resumed: "
+                                  "roll it back (shift-left-dagster rollback src_table_1) and build it again")
