@@ -28,8 +28,13 @@ time or on more data than a local run has:
   so results never depend on the wall clock); a source without new records is idle for its
   readers. 'sql.tables.scan.idle-timeout' = '0' disables this, as on Confluent Cloud: then every
   partition counts, and one that never had a record holds the watermark back for good.
-- Flink emits watermarks periodically (pipeline.auto-watermark-interval, 200 ms); locally once per
-  run, after the run's records: records read in one run are never late with respect to each other.
+- Flink emits watermarks periodically (pipeline.auto-watermark-interval, 200 ms, or after every
+  record at 0 ms); locally an operator's watermark moves once per run, after the run's records, and
+  within a run a record meets the watermark the records before it made (late_rows.py): where that is
+  Flink's own (one source of one partition, so the order is the log's), a window TVF counts a record
+  only in the windows not fired at its arrival, and an unbounded OVER or keep-first deduplication
+  drops it as late as Flink does. With several sources or partitions Flink's watermark at a record
+  depends on how their reads interleave; there only the run's watermark judges.
 - End of input: a bounded source read to its bound emits the maximum watermark, as Flink's sources
   do when they finish, so every window still open fires. A snapshot query ('sql.snapshot.mode' =
   'now') is bounded, hence sees every window, as Flink's batch mode; it also takes any TIMESTAMP
@@ -78,6 +83,7 @@ from shift_left_dagster.local.catalog import ROWTIME, TableDef
 from shift_left_dagster.local.store import SourceProgress
 from shift_left_dagster.project.dialect import TableArgument
 from shift_left_dagster.project.parsing import FLINK
+from shift_left_dagster.translation.interval_join import INTERVAL_UNTIL
 from shift_left_dagster.translation.spark import WINDOW_TVFS, Scan, SparkQuery
 
 MIN_WATERMARK, MAX_WATERMARK = -(2**62), 2**62  # epoch milliseconds: before and after any event
@@ -133,6 +139,36 @@ def _interval_ms(node: exp.Expression) -> int | None:
     except InvalidOperation:
         return None
     return int(amount * scale) if scale is not None and amount >= 0 else None
+
+
+def arrival_sign(scan: Scan, table: TableDef) -> int:
+    """How a scan's view carries the arrival position (Scan.arrival): 0 not at all, 1 the offset,
+    -1 the offset negated, for a keep-last deduplication (ROW_NUMBER ... ORDER BY the time attribute
+    DESC kept at 1: Flink's RowTimeDeduplicateFunction lets an equal later row replace the kept one)."""
+    if not scan.arrival:
+        return 0
+    last = scan.arrival_last_by
+    return -1 if last is not None and last.lower() == watermark_spec(table).column.lower() else 1
+
+
+def interval_join_times(scans: list[Scan], table_of: Callable[[exp.Table], TableDef | None], *,
+                        snapshot: bool) -> None:
+    """Keep the scans' interval-join tags (translation/interval_join.py) only when every tagged column is
+    its table's time attribute in a streaming statement: else Flink plans a regular join."""
+    tagged = [s for s in scans if s.interval_time]
+    for scan in tagged:
+        table = table_of(scan.table)
+        if snapshot or table is None or (scan.interval_time or "").lower() != watermark_spec(table).column.lower():
+            for other in tagged:
+                other.interval_time = None
+            return
+
+
+def interval_args(query: SparkQuery, fired: tuple[int, int] | None) -> dict[str, int]:
+    """The watermark a LEFT interval join's expired rows are emitted up to: the query's after the run,
+    the highest when it is a regular join (no interval-join tags) or every row is emitted (no range)."""
+    interval = any(s.interval_time for s in query.scans) and fired is not None
+    return {INTERVAL_UNTIL: fired[1] if interval and fired is not None else MAX_WATERMARK}
 
 
 def idleness(properties: Mapping[str, str]) -> bool:

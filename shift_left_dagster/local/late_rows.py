@@ -8,6 +8,11 @@ for a bounded OVER, the last time each key emitted, from the records of earlier 
 join the statement's progress (SourceProgress.dropped, committed with the run) and the recompute
 reads the table without them, in this run and every later one. That is one small Spark job per
 scan with a rule, and none before the query has a watermark (nothing can be late then).
+
+Within a run the watermark advances per record, as Flink's does (every record moves it to its
+highest time so far minus the delay, emitted after the record): `arrival_watermarks` gives each
+record the watermark it met. Where that is Flink's own (one source of one partition: the order is the
+log's), window TVFs (windows.py) count a record only in the windows not fired at its arrival.
 """
 
 from __future__ import annotations
@@ -18,13 +23,15 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import OFFSET, PARTITION, TableDef
-from shift_left_dagster.local.event_time import MIN_WATERMARK
+from shift_left_dagster.local.event_time import MIN_WATERMARK, watermark_inputs, watermark_spec
 from shift_left_dagster.local.storage import in_ranges
 from shift_left_dagster.local.store import RunState, SourceProgress
 from shift_left_dagster.local.views import Ranges, TableViews
+from shift_left_dagster.local.windows import ARRIVAL_WATERMARK
 from shift_left_dagster.translation.spark import LateRule, Scan, SparkQuery
 
 _LAST = "__sl_last"
+_MET = "__sl_met"  # the watermark a record met
 
 
 def _dropped_key(query_key: str, index: int) -> str:
@@ -45,32 +52,44 @@ def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sou
     """Record in the progress the late rows of this run's new offsets [next, upper), per scan with a rule."""
     for query_key, query in queries:
         before = fired.get(query_key, (MIN_WATERMARK, MIN_WATERMARK))[0]
-        if before == MIN_WATERMARK:
-            continue
+        inputs = {sources[s.view].uid for s in watermark_inputs(query)}
         for index, scan in enumerate(query.scans):
             table = sources[scan.view]
             progress = _progress(state, table.uid)
             if scan.late is None or scan.event_time is None or progress is None:
                 continue
+            per_record = scan.late.kind != "key" and inputs == {table.uid} and table.partitions == 1 \
+                and not table.upsert
+            if before == MIN_WATERMARK and not per_record:
+                continue  # nothing is late before the query has a watermark
             new = {p: (progress.next.get(p, 0), upper[table.uid][p]) for p in range(table.partitions)}
             if not any(end > start for start, end in new.values()):
                 continue
-            found = _late_offsets(views, table, scan, progress, new, before)
+            found = _late_offsets(views, table, scan, progress, new, before, per_record=per_record)
             merged = progress.dropped.setdefault(_dropped_key(query_key, index), {})
             for partition, offsets in found.items():
                 merged[partition] = sorted(set(merged.get(partition, [])) | set(offsets))
 
 
 def _late_offsets(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress, new: Ranges,
-                  watermark: int) -> dict[int, list[int]]:
-    """Where the records of the new ranges are that the scan's rule drops (one Spark job)."""
+                  watermark: int, *, per_record: bool) -> dict[int, list[int]]:
+    """Where the records of the new ranges are that the scan's rule drops (one Spark job): judged
+    against the watermark before the run, or, `per_record`, the one each record met (that or what
+    the run's earlier records moved it to, as Flink's watermark advances record by record)."""
     assert scan.late is not None and scan.event_time is not None
     time = F.unix_millis(F.col(f"`{scan.event_time}`").cast("timestamp"))
     if scan.late.kind == "key":
         late = _after_key_last(views, table, scan.late, progress, new, time, watermark)
     else:
         rows = views.located(table, new)
-        late = rows.where(time < watermark if scan.late.kind == "before" else time <= watermark)
+        met: Column = F.lit(watermark)
+        if per_record:
+            earlier = Window.partitionBy(F.col(f"`{PARTITION}`")).orderBy(F.col(f"`{OFFSET}`")).rowsBetween(
+                Window.unboundedPreceding, -1)
+            rows = rows.withColumn(_MET, F.greatest(met, F.coalesce(
+                F.max(time).over(earlier) - watermark_spec(table).delay_ms, met)))
+            met = F.col(_MET)
+        late = rows.where(time < met if scan.late.kind == "before" else time <= met)
     found: dict[int, list[int]] = {}
     for row in late.select(PARTITION, OFFSET).collect():
         found.setdefault(int(row[PARTITION]), []).append(int(row[OFFSET]))
@@ -92,3 +111,21 @@ def _after_key_last(views: TableViews, table: TableDef, rule: LateRule, progress
 
 def _progress(state: RunState, table_uid: str) -> SourceProgress | None:
     return next((p for p in state.sources.values() if p.table_uid == table_uid), None)
+
+
+def arrival_watermarks(views: TableViews, table: TableDef, frame: DataFrame, ranges: Ranges | None, *,
+                       exact: bool) -> DataFrame:
+    """The table's rows (`frame`, as the scan reads them) with ARRIVAL_WATERMARK: the watermark each
+    record met, its partition's highest earlier time minus the delay. `exact` when that is Flink's
+    watermark: the query's one source, one partition, append-only; else the lowest watermark (only
+    the run's watermark gates then)."""
+    if not exact or table.partitions != 1 or table.upsert or \
+            any(b.retractions for b in views.logs.store.batches(table.uid)):
+        return frame.withColumn(ARRIVAL_WATERMARK, F.lit(MIN_WATERMARK))
+    spec = watermark_spec(table)
+    time = F.unix_millis(F.col(f"`{spec.column}`").cast("timestamp"))
+    earlier = Window.partitionBy(F.col(f"`{PARTITION}`")).orderBy(F.col(f"`{OFFSET}`")).rowsBetween(
+        Window.unboundedPreceding, -1)
+    rows = views.located(table, ranges)
+    arrival = F.coalesce(F.max(time).over(earlier) - spec.delay_ms, F.lit(MIN_WATERMARK))
+    return rows.select(*[F.col(f"`{name}`") for name in frame.columns], arrival.alias(ARRIVAL_WATERMARK))
