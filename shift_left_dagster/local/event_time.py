@@ -58,7 +58,8 @@ time or on more data than a local run has:
   deduplication (RowTimeDeduplicateKeepFirstRowFunction) a row before the watermark (one at it is
   kept). Local limits: a bounded OVER's key is its PARTITION BY columns as the table has them (keys
   that are expressions or columns of a derived table make all rows one key), and its last time
-  counts the table's rows before any filter of the query; Flink's RANGE OVER also forgets a key once
+  counts the table's rows before any filter of the query (over one source of one partition the
+  rows are replayed in order, late_rows.py, else judged per run); Flink's RANGE OVER also forgets a key once
   the watermark passes its last row by 1.5 times the range, then takes a late row again, aggregated
   over the rows since: locally that row stays dropped. An event-time temporal join drops no probe
   row: a late one is joined at the next watermark, with the versions its state still holds (it

@@ -12,11 +12,16 @@ scan with a rule, and none before the query has a watermark (nothing can be late
 Within a run the watermark advances per record, as Flink's does (every record moves it to its
 highest time so far minus the delay, emitted after the record): `arrival_watermarks` gives each
 record the watermark it met. Where that is Flink's own (one source of one partition: the order is the
-log's), window TVFs (windows.py) count a record only in the windows not fired at its arrival.
+log's), window TVFs (windows.py) count a record only in the windows not fired at its arrival, and an
+unbounded OVER or a keep-first deduplication judges it by that watermark. A bounded OVER is replayed
+record by record on the driver (its rule depends on which rows its key fired before): dropped rows
+join the progress, and a late row it keeps is held back until the watermark next rises, as Flink's
+timer for it fires only then.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 
 from pyspark.sql import Column, DataFrame, Window
@@ -32,6 +37,7 @@ from shift_left_dagster.translation.spark import LateRule, Scan, SparkQuery
 
 _LAST = "__sl_last"
 _MET = "__sl_met"  # the watermark a record met
+REPLAYED_ROWS = 50_000  # a bounded OVER's table replayed on the driver up to this many records
 
 
 def _dropped_key(query_key: str, index: int) -> str:
@@ -40,10 +46,21 @@ def _dropped_key(query_key: str, index: int) -> str:
     return f"{query_key}:{index}"
 
 
+def _held_key(query_key: str, index: int) -> str:
+    """A scan's entry in SourceProgress.dropped for the rows held back in the last run (replaced each run)."""
+    return f"{query_key}:{index}:held"
+
+
 def dropped_rows(state: RunState | None, table_uid: str, query_key: str, index: int) -> dict[int, list[int]]:
-    """The offsets (partition -> offsets) of the late rows the query's scan at `index` dropped so far."""
+    """The offsets (partition -> offsets) of the late rows the query's scan at `index` dropped so far, and
+    of those it holds back in this run (a bounded OVER's late row waiting for the next watermark)."""
     progress = _progress(state, table_uid) if state is not None else None
-    return progress.dropped.get(_dropped_key(query_key, index), {}) if progress is not None else {}
+    if progress is None:
+        return {}
+    found = {p: list(o) for p, o in progress.dropped.get(_dropped_key(query_key, index), {}).items()}
+    for partition, offsets in progress.dropped.get(_held_key(query_key, index), {}).items():
+        found[partition] = sorted(set(found.get(partition, [])) | set(offsets))
+    return found
 
 
 def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sources: Mapping[str, TableDef],
@@ -58,14 +75,20 @@ def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sou
             progress = _progress(state, table.uid)
             if scan.late is None or scan.event_time is None or progress is None:
                 continue
-            per_record = scan.late.kind != "key" and inputs == {table.uid} and table.partitions == 1 \
-                and not table.upsert
-            if before == MIN_WATERMARK and not per_record:
+            per_record = inputs == {table.uid} and table.partitions == 1 and not table.upsert
+            if per_record and scan.late.kind == "key":
+                replayed = _replay_bounded_over(views, table, scan, progress, upper[table.uid])
+                if replayed is not None:
+                    progress.dropped[_dropped_key(query_key, index)], progress.dropped[_held_key(query_key, index)] = \
+                        replayed
+                    continue
+            if before == MIN_WATERMARK and (not per_record or scan.late.kind == "key"):
                 continue  # nothing is late before the query has a watermark
             new = {p: (progress.next.get(p, 0), upper[table.uid][p]) for p in range(table.partitions)}
             if not any(end > start for start, end in new.values()):
                 continue
-            found = _late_offsets(views, table, scan, progress, new, before, per_record=per_record)
+            found = _late_offsets(views, table, scan, progress, new, before, per_record=per_record and
+                                  scan.late.kind != "key")
             merged = progress.dropped.setdefault(_dropped_key(query_key, index), {})
             for partition, offsets in found.items():
                 merged[partition] = sorted(set(merged.get(partition, [])) | set(offsets))
@@ -129,3 +152,41 @@ def arrival_watermarks(views: TableViews, table: TableDef, frame: DataFrame, ran
     rows = views.located(table, ranges)
     arrival = F.coalesce(F.max(time).over(earlier) - spec.delay_ms, F.lit(MIN_WATERMARK))
     return rows.select(*[F.col(f"`{name}`") for name in frame.columns], arrival.alias(ARRIVAL_WATERMARK))
+
+
+def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress,
+                         upper: Mapping[int, int]) -> tuple[dict[int, list[int]], dict[int, list[int]]] | None:
+    """A bounded OVER (ROWS n / RANGE interval PRECEDING) over one partition, replayed record by record as
+    Flink's RowTime*BoundedPrecedingFunction runs it: a record not later than its key's last triggering
+    time is dropped; a kept one fires (is emitted) when the watermark next rises to its time, so a late
+    one that is kept waits for the next rise. (dropped offsets, offsets still waiting after this run);
+    None when the table holds more records than the driver replays (then runs judge as before)."""
+    assert scan.late is not None and scan.event_time is not None
+    read = {p: (progress.start.get(p, 0), end) for p, end in upper.items()}
+    if sum(end - start for start, end in read.values()) > REPLAYED_ROWS:
+        return None
+    declared = [table.column(k) for k in scan.late.keys]
+    keys = [F.col(f"`{c.name}`") for c in declared if c is not None] if all(declared) else []
+    time = F.unix_millis(F.col(f"`{scan.event_time}`").cast("timestamp"))
+    records = views.located(table, read).select(F.col(f"`{OFFSET}`").alias("o"), F.struct(*keys).alias("k"),
+                                                time.alias("t")).orderBy("o").collect()
+    delay = watermark_spec(table).delay_ms
+    watermark = MIN_WATERMARK
+    last: dict[tuple[object, ...], int] = {}  # per key, its last triggering time
+    waiting: list[tuple[int, int, tuple[object, ...]]] = []  # a heap of (time, offset, key) not fired yet
+    dropped: list[int] = []
+    for record in records:
+        at, key, moment = int(record["o"]), tuple(record["k"]), record["t"]
+        if moment is None:
+            continue
+        if moment <= last.get(key, MIN_WATERMARK):
+            dropped.append(at)
+            continue
+        heapq.heappush(waiting, (moment, at, key))
+        if moment - delay > watermark:
+            watermark = moment - delay
+            while waiting and waiting[0][0] <= watermark:
+                fired, _at, fired_key = heapq.heappop(waiting)
+                last[fired_key] = max(last.get(fired_key, MIN_WATERMARK), fired)
+    held = [at for moment, at, _key in waiting if moment <= watermark]
+    return ({0: dropped} if dropped else {}), ({0: sorted(held)} if held else {})
