@@ -43,15 +43,20 @@ def require_pyflink() -> None:
         pytest.skip(message)
 
 
-def run_oracle(cases: list[Case], url: str, data_dir: Path, spark: SparkSession, *, each: bool = False) -> OracleRun:
+def run_oracle(cases: list[Case], url: str, data_dir: Path, spark: SparkSession, *, each: bool = False,
+               variants: list[Case] | None = None, original: dict[str, str] | None = None) -> OracleRun:
+    """Both engines on the cases; `variants` run only locally and are judged against the Flink result
+    of their `original` case (the same rows cut into other engine runs)."""
     with ThreadPoolExecutor(max_workers=1) as pool:
         flink_future = pool.submit(_timed, lambda: run_flink(cases, each=each))
         local_started = time.monotonic()
-        local = run_local(cases, url, data_dir, spark)
+        local = run_local([*cases, *(variants or [])], url, data_dir, spark)
         local_seconds = time.monotonic() - local_started
         flink, flink_seconds = flink_future.result()
     began = time.monotonic()
-    verdicts = compare_all({c.name: flink[c.name] for c in cases}, local, spark)
+    expected = {c.name: flink[c.name] for c in cases}
+    expected |= {v.name: flink[(original or {})[v.name]] for v in variants or []}
+    verdicts = compare_all(expected, local, spark)
     return OracleRun(verdicts=verdicts, flink_seconds=flink_seconds, local_seconds=local_seconds,
                      compare_seconds=time.monotonic() - began)
 
