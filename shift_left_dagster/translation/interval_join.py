@@ -12,9 +12,12 @@ non-NULL b.t: the bounds never hold for NULL). The engine binds the parameter to
 watermark after the run when both columns are the tables' time attributes (Scan.interval_time),
 else to the highest watermark (a regular join, as Flink plans it then).
 
-Flink emits an expired row at its key's cleanup timer (time + y + minCleanUpInterval + 1) or when a
-later row of its key arrives, whichever comes first; locally it is emitted in the first run whose
-watermark passes the expiry: the same rows once the watermark is past both.
+Flink emits an expired row at its key's cleanup timer (time + y + minCleanUpInterval + 1, the timer of
+the key's first cached row) or when a later row of the other input and the same key arrives, whichever
+comes first; locally it is emitted in the first run whose watermark passes the expiry: the same rows
+once the watermark is past both (before that, Flink's own output depends on how the reads of its two
+inputs interleave). Only LEFT joins are held: a RIGHT or FULL interval join still emits its padded
+rows at once and deletes them when the match comes.
 """
 
 from __future__ import annotations
