@@ -242,8 +242,8 @@ def _json_rows(case: Case, table: TableSpec, add_rowtime: bool, final: datetime 
     columns = table.insertable
     lines = []
     epoch = "1970-01-01 00:00:00"
-    record: dict[str, Any] = {c.name: json_value(typed(epoch, c.type), c.type) if "TIMESTAMP" in c.type.upper()
-                              else None for c in columns}
+    record: dict[str, Any] = {c.name: json_value(typed(epoch, c.type), c.type)
+                              if c.type.upper().startswith("TIMESTAMP") else None for c in columns}
     if add_rowtime:
         record[ROWTIME] = json_value(typed(epoch, "TIMESTAMP_LTZ(3)"), "TIMESTAMP_LTZ(3)")
     for row in case.all_rows(table.name):
