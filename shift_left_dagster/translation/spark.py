@@ -661,6 +661,8 @@ def _rewrite_node(node: exp.Expr, precisions: Mapping[str, int]) -> exp.Expr:
             return exp.IntDiv(this=exp.Paren(this=_months_between(node.expression, end)),
                               expression=exp.Literal.number(_MONTHS_IN[unit]))
         return exp.Anonymous(this="timestampdiff", expressions=[exp.var(unit), node.expression, end])
+    if isinstance(node, exp.Is) and isinstance(node.expression, exp.JSON):
+        return _is_json(node.this, node.expression)
     if isinstance(node, exp.ArrayAgg) and not isinstance(node.parent, exp.Window):
         # Flink keeps NULL elements; Spark's collect_list drops NULLs, never a struct holding one.
         arrival = node.meta.get(_ARRIVAL_SORTED)
@@ -671,6 +673,19 @@ def _rewrite_node(node: exp.Expr, precisions: Mapping[str, int]) -> exp.Expr:
     if isinstance(node, exp.DataType):
         return _spark_data_type(node)
     return translate_typed(node)
+
+
+def _is_json(value: exp.Expr, predicate: exp.JSON) -> exp.Expr:
+    """`v IS JSON [VALUE|SCALAR|ARRAY|OBJECT]`: whether the text parses as JSON (of that kind); FALSE for
+    NULL, as Flink's. Spark parses it as a VARIANT, whose schema names its kind."""
+    kind = (predicate.this.name if isinstance(predicate.this, exp.Expr) else str(predicate.this or "VALUE")).upper()
+    shape = "schema_of_variant(try_parse_json({v}))"
+    test = {"VALUE": "try_parse_json({v}) IS NOT NULL",
+            "OBJECT": f"startswith({shape}, 'OBJECT')", "ARRAY": f"startswith({shape}, 'ARRAY')",
+            "SCALAR": f"NOT (startswith({shape}, 'OBJECT') OR startswith({shape}, 'ARRAY'))"}.get(kind)
+    if test is None:
+        raise Unsupported(f"IS JSON {kind}", line_of(predicate))
+    return spark_template(f"coalesce({test}, false)", v=value)
 
 
 def _rewrite_function(node: exp.Anonymous) -> exp.Expr:

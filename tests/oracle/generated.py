@@ -50,10 +50,7 @@ _CLASSES = {
 KINDS = tuple(_CLASSES)
 # Disagreements with Flink known by the feature that causes them ("kind/feature" or a feature any kind
 # uses, "*/feature"), with why: the bench names them, the test lets only these through.
-KNOWN_GENERATED: dict[str, str] = {
-    "*/is_json": "`s IS JSON`: the local parser refuses the predicate (Syntax error at or near 'JSON'); "
-                 "Flink's parser accepts it (SqlJsonValueExpression ... IS JSON, Flink SQL 'JSON Functions')",
-}
+KNOWN_GENERATED: dict[str, str] = {}
 
 
 def known_reason(drawn: Generated) -> str | None:
