@@ -48,7 +48,9 @@ time or on more data than a local run has:
   feeding them (Scan.event_time, tagged by the translator) are read without the rows whose time
   is above the query's watermark, so the recompute (jobs.py) emits a row in the run whose
   watermark passes it. A keep-last deduplication (ORDER BY time DESC) emits at once and updates,
-  as Flink's RowTimeDeduplicateFunction does: nothing is held.
+  as Flink's RowTimeDeduplicateFunction does: nothing is held. A LEFT interval join over two time
+  attributes holds an unmatched left row until the query's watermark passes its interval's end
+  (translation/interval_join.py, bound by `interval_args`).
 - Late rows (read once the operator's watermark passed their time) are dropped by the rule of
   Flink's operator (late_rows.py; the watermark is the one before the run that reads them):
   an unbounded OVER (AbstractRowTimeUnboundedPrecedingOver) drops a row whose time is not after
