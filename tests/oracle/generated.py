@@ -50,7 +50,16 @@ _CLASSES = {
 KINDS = tuple(_CLASSES)
 # Disagreements with Flink known by the feature that causes them ("kind/feature" or a feature any kind
 # uses, "*/feature"), with why: the bench names them, the test lets only these through.
-KNOWN_GENERATED: dict[str, str] = {}
+_TWO_INPUTS = (
+    "an event-time join of two inputs with rows out of order: Flink joins or pads a late row with the rows "
+    "and versions its state still holds when it comes (TemporalRowTimeJoinOperator keeps the latest version "
+    "at or below the watermark; TimeIntervalJoin expires rows at its per-key cleanup timers), so its output "
+    "depends on how the reads of the two inputs interleave and on those timers; locally a late probe row gets "
+    "the version valid at its time and a late row of an interval join its matches (long run of seed 26)")
+KNOWN_GENERATED: dict[str, str] = {
+    "temporal_join/out_of_order": _TWO_INPUTS,
+    "interval_join/out_of_order": _TWO_INPUTS,
+}
 
 
 def known_reason(drawn: Generated) -> str | None:

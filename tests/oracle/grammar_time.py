@@ -133,7 +133,8 @@ def interval_join_cases(draw: st.DrawFn, name: str) -> Generated:
            f"AND l.ts + INTERVAL '{after}' MINUTE")
     case = assemble(name, [left, right], [("k", "STRING"), ("lv", "INT"), ("rv", "STRING")], dml, [], "append", data,
                     draw(st.integers(0, 6)))
-    return Generated(case=case, kind="interval_join", features=[f"interval:{kind.lower()}"], single_source=False)
+    return Generated(case=case, kind="interval_join", features=[f"interval:{kind.lower()}", *_order(data)],
+                     single_source=False)
 
 
 @st.composite
@@ -149,4 +150,12 @@ def temporal_join_cases(draw: st.DrawFn, name: str) -> Generated:
            f"{versions.name} FOR SYSTEM_TIME AS OF p.ts AS v ON p.k = v.k")
     case = assemble(name, [probe, versions], [("k", "STRING"), ("pv", "INT"), ("vv", "STRING")], dml, [], "append",
                     data, draw(st.integers(0, 6)))
-    return Generated(case=case, kind="temporal_join", features=[f"temporal:{kind.lower()}"], single_source=False)
+    return Generated(case=case, kind="temporal_join", features=[f"temporal:{kind.lower()}", *_order(data)],
+                     single_source=False)
+
+
+def _order(data: dict[str, list[list[object]]]) -> list[str]:
+    """`out_of_order` when an input has a row older than one before it (its time is the row's last value)."""
+    late = any(str(row[-1]) < max(str(r[-1]) for r in rows[:at]) for rows in data.values()
+               for at, row in enumerate(rows) if at)
+    return ["out_of_order"] if late else ["in_order"]
