@@ -23,7 +23,14 @@ os.environ["SL_ORACLE_CACHE"] = "0"
 
 from shift_left_dagster.local.process import InProcessService  # noqa: E402
 from shift_left_dagster.local.spark import get_spark  # noqa: E402
-from tests.oracle.generated import Summary, draw_cases, show_case, summarize  # noqa: E402
+from tests.oracle.generated import (  # noqa: E402
+    Summary,
+    draw_cases,
+    known_reason,
+    show_case,
+    split_variants,
+    summarize,
+)
 from tests.oracle.harness import run_oracle  # noqa: E402
 from tests.oracle.venv import ready, venv_dir  # noqa: E402
 
@@ -34,41 +41,55 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--batch", type=int, default=200, help="cases per Flink process and local pass")
     parser.add_argument("--show", type=int, default=3, help="disagreeing cases printed as corpus YAML")
+    parser.add_argument("--no-splits", dest="splits", action="store_false",
+                        help="skip the second property (each single-source case's rows cut into other runs)")
     args = parser.parse_args()
     if not ready():
         print(f"the PyFlink venv is absent ({venv_dir()}): python -m tests.oracle.venv --install")
         return 2
     started = time.monotonic()
     generated = draw_cases(args.cases, args.seed)
+    print(f"drew {len(generated)} cases in {time.monotonic() - started:.0f} s", flush=True)
     total = Summary()
     with tempfile.TemporaryDirectory(prefix="sl-bench-generated-") as work:
         spark = get_spark()
         with InProcessService(Path(work), spark_factory=lambda: spark) as service:
             for at in range(0, len(generated), args.batch):
                 batch = generated[at:at + args.batch]
-                run = run_oracle([g.case for g in batch], service.url, Path(work), spark)
-                part = summarize(batch, run.verdicts)
-                total.tried += part.tried
-                total.agree += part.agree
-                total.unrun += part.unrun
-                total.disagreeing += part.disagreeing
-                for label, n in part.by_class.items():
-                    total.by_class[label] = total.by_class.get(label, 0) + n
-                print(f"batch {at // args.batch + 1}: {part.agree}/{part.tried} agree "
-                      f"(Flink {run.flink_seconds:.0f} s, local {run.local_seconds:.0f} s)", flush=True)
+                variants, original = split_variants(batch) if args.splits else ([], {})
+                run = run_oracle([g.case for g in batch], service.url, Path(work), spark, variants=variants,
+                                 original=original)
+                part = summarize(batch, run.verdicts, variants, original)
+                total.add(part)
+                print(f"batch {at // args.batch + 1}: {part.agree}/{part.tried} agree, splits "
+                      f"{part.splits_agree}/{part.splits_tried} (Flink {run.flink_seconds:.0f} s, "
+                      f"local {run.local_seconds:.0f} s, load {os.getloadavg()[0]:.1f})", flush=True)
     kinds: dict[str, int] = {}
     for drawn in generated:
         kinds[drawn.kind] = kinds.get(drawn.kind, 0) + 1
     share = 100.0 * total.agree / max(total.tried, 1)
     print(f"\nqueries tried {total.tried} ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}), "
           f"agree {total.agree} ({share:.1f} %), disagree {total.tried - total.agree}, "
-          f"not run by both {total.unrun}; "
-          f"wall {time.monotonic() - started:.0f} s")
+          f"not run by both {total.unrun}; wall {time.monotonic() - started:.0f} s")
+    print(f"second property (the same rows in other engine runs, where the case agrees): "
+          f"{total.splits_agree}/{total.splits_tried} agree")
     for label, n in sorted(total.by_class.items(), key=lambda item: (-item[1], item[0])):
         print(f"  {label:40} {n}")
-    for drawn, why in total.disagreeing[:args.show]:
+    known = [(d, known_reason(d)) for d, _why in total.disagreeing if known_reason(d)]
+    reasons: dict[str, int] = {}
+    for _drawn, reason in known:
+        reasons[str(reason)] = reasons.get(str(reason), 0) + 1
+    print(f"known differences: {len(known)} of {len(total.disagreeing)} disagreements")
+    for reason, n in sorted(reasons.items(), key=lambda item: -item[1]):
+        print(f"  {n:4}  {reason}")
+    unknown = [(d, why) for d, why in total.disagreeing if not known_reason(d)]
+    for drawn, why in unknown[:args.show]:
         print(f"\n{why}\n{show_case(drawn.case)}")
-    return 0 if total.agree == total.tried else 1
+    for drawn, why in total.unrun_cases[:args.show]:
+        print(f"\nnot run by both ({drawn.kind}): {why}")
+    for case, why in total.splits_disagreeing[:args.show]:
+        print(f"\nsplit: {why}\n{show_case(case)}")
+    return 0 if total.agree == total.tried and total.splits_agree == total.splits_tried else 1
 
 
 if __name__ == "__main__":

@@ -28,8 +28,13 @@ time or on more data than a local run has:
   so results never depend on the wall clock); a source without new records is idle for its
   readers. 'sql.tables.scan.idle-timeout' = '0' disables this, as on Confluent Cloud: then every
   partition counts, and one that never had a record holds the watermark back for good.
-- Flink emits watermarks periodically (pipeline.auto-watermark-interval, 200 ms); locally once per
-  run, after the run's records: records read in one run are never late with respect to each other.
+- Flink emits watermarks periodically (pipeline.auto-watermark-interval, 200 ms, or after every
+  record at 0 ms); locally an operator's watermark moves once per run, after the run's records, and
+  within a run a record meets the watermark the records before it made (late_rows.py): where that is
+  Flink's own (one source of one partition, so the order is the log's), a window TVF counts a record
+  only in the windows not fired at its arrival, and an unbounded OVER or keep-first deduplication
+  drops it as late as Flink does. With several sources or partitions Flink's watermark at a record
+  depends on how their reads interleave; there only the run's watermark judges.
 - End of input: a bounded source read to its bound emits the maximum watermark, as Flink's sources
   do when they finish, so every window still open fires. A snapshot query ('sql.snapshot.mode' =
   'now') is bounded, hence sees every window, as Flink's batch mode; it also takes any TIMESTAMP
@@ -43,7 +48,9 @@ time or on more data than a local run has:
   feeding them (Scan.event_time, tagged by the translator) are read without the rows whose time
   is above the query's watermark, so the recompute (jobs.py) emits a row in the run whose
   watermark passes it. A keep-last deduplication (ORDER BY time DESC) emits at once and updates,
-  as Flink's RowTimeDeduplicateFunction does: nothing is held.
+  as Flink's RowTimeDeduplicateFunction does: nothing is held. A LEFT interval join over two time
+  attributes holds an unmatched left row until the query's watermark passes its interval's end
+  (translation/interval_join.py, bound by `interval_args`).
 - Late rows (read once the operator's watermark passed their time) are dropped by the rule of
   Flink's operator (late_rows.py; the watermark is the one before the run that reads them):
   an unbounded OVER (AbstractRowTimeUnboundedPrecedingOver) drops a row whose time is not after
@@ -53,7 +60,8 @@ time or on more data than a local run has:
   deduplication (RowTimeDeduplicateKeepFirstRowFunction) a row before the watermark (one at it is
   kept). Local limits: a bounded OVER's key is its PARTITION BY columns as the table has them (keys
   that are expressions or columns of a derived table make all rows one key), and its last time
-  counts the table's rows before any filter of the query; Flink's RANGE OVER also forgets a key once
+  counts the table's rows before any filter of the query (over one source of one partition the
+  rows are replayed in order, late_rows.py, else judged per run); Flink's RANGE OVER also forgets a key once
   the watermark passes its last row by 1.5 times the range, then takes a late row again, aggregated
   over the rows since: locally that row stays dropped. An event-time temporal join drops no probe
   row: a late one is joined at the next watermark, with the versions its state still holds (it
@@ -78,6 +86,7 @@ from shift_left_dagster.local.catalog import ROWTIME, TableDef
 from shift_left_dagster.local.store import SourceProgress
 from shift_left_dagster.project.dialect import TableArgument
 from shift_left_dagster.project.parsing import FLINK
+from shift_left_dagster.translation.interval_join import INTERVAL_UNTIL
 from shift_left_dagster.translation.spark import WINDOW_TVFS, Scan, SparkQuery
 
 MIN_WATERMARK, MAX_WATERMARK = -(2**62), 2**62  # epoch milliseconds: before and after any event
@@ -133,6 +142,36 @@ def _interval_ms(node: exp.Expression) -> int | None:
     except InvalidOperation:
         return None
     return int(amount * scale) if scale is not None and amount >= 0 else None
+
+
+def arrival_sign(scan: Scan, table: TableDef) -> int:
+    """How a scan's view carries the arrival position (Scan.arrival): 0 not at all, 1 the offset,
+    -1 the offset negated, for a keep-last deduplication (ROW_NUMBER ... ORDER BY the time attribute
+    DESC kept at 1: Flink's RowTimeDeduplicateFunction lets an equal later row replace the kept one)."""
+    if not scan.arrival:
+        return 0
+    last = scan.arrival_last_by
+    return -1 if last is not None and last.lower() == watermark_spec(table).column.lower() else 1
+
+
+def interval_join_times(scans: list[Scan], table_of: Callable[[exp.Table], TableDef | None], *,
+                        snapshot: bool) -> None:
+    """Keep the scans' interval-join tags (translation/interval_join.py) only when every tagged column is
+    its table's time attribute in a streaming statement: else Flink plans a regular join."""
+    tagged = [s for s in scans if s.interval_time]
+    for scan in tagged:
+        table = table_of(scan.table)
+        if snapshot or table is None or (scan.interval_time or "").lower() != watermark_spec(table).column.lower():
+            for other in tagged:
+                other.interval_time = None
+            return
+
+
+def interval_args(query: SparkQuery, fired: tuple[int, int] | None) -> dict[str, int]:
+    """The watermark a LEFT interval join's expired rows are emitted up to: the query's after the run,
+    the highest when it is a regular join (no interval-join tags) or every row is emitted (no range)."""
+    interval = any(s.interval_time for s in query.scans) and fired is not None
+    return {INTERVAL_UNTIL: fired[1] if interval and fired is not None else MAX_WATERMARK}
 
 
 def idleness(properties: Mapping[str, str]) -> bool:

@@ -49,9 +49,12 @@ from shift_left_dagster.local.catalog import (
 from shift_left_dagster.local.errors import flink_detail
 from shift_left_dagster.local.event_time import (
     MIN_WATERMARK,
+    arrival_sign,
     check_time_attributes,
     combine,
     idleness,
+    interval_args,
+    interval_join_times,
     source_watermark,
     watermark_inputs,
     watermark_spec,
@@ -69,7 +72,7 @@ from shift_left_dagster.local.group_aggregation import (
     plan,
     results,
 )
-from shift_left_dagster.local.late_rows import drop_late_rows, dropped_rows
+from shift_left_dagster.local.late_rows import arrival_watermarks, drop_late_rows, dropped_rows
 from shift_left_dagster.local.offsets import ScanError, ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
 from shift_left_dagster.local.sink_types import sink_type_mismatch
@@ -82,6 +85,7 @@ from shift_left_dagster.local.windows import WindowedQuery, fired_args, gate_win
 from shift_left_dagster.project.analysis import state_reasons
 from shift_left_dagster.project.dialect import StatementSet
 from shift_left_dagster.project.parsing import Statement
+from shift_left_dagster.translation.interval_join import INTERVAL_UNTIL
 from shift_left_dagster.translation.spark import (
     HIDDEN,
     HIDDEN_OP,
@@ -303,6 +307,8 @@ class Jobs:
         if isinstance(translated, WindowedQuery) and not is_snapshot(properties):
             check_time_attributes(query, lambda t: self.store.table(resolve(t, properties)))
         job.notes += [note for note in translated.notes if note not in job.notes]
+        interval_join_times(translated.scans, lambda t: self.store.table(resolve(t, properties)),
+                            snapshot=is_snapshot(properties))
         for scan in translated.scans:
             table = self.store.table(resolve(scan.table, properties))
             if table is None:
@@ -378,12 +384,18 @@ class Jobs:
             elif incremental:
                 frame = self.views.changes(table, ranges)
             else:  # without the late rows its event-time operator dropped (late_rows.py)
-                frame = self.views.state(table, ranges, skip=dropped_rows(state, table.uid, query_key, index))
+                frame = self.views.state(table, ranges, skip=dropped_rows(state, table.uid, query_key, index),
+                                         arrival=arrival_sign(scan, table))
+            if isinstance(query, WindowedQuery) and scan.view in query.arrival_views:  # late_rows.py
+                frame = arrival_watermarks(self.views, table, frame, ranges, exact=fired is not None and not (
+                    job.snapshot or len({job.sources[s.view].uid for s in query.scans}) > 1))
             if scan.event_time and fired is not None:
                 frame = _released(frame, scan.event_time, fired[1])
             frame.createOrReplaceTempView(scan.view)
         if isinstance(query, WindowedQuery):
             return self.spark.sql(query.sql, args=fired_args(fired))
+        if INTERVAL_UNTIL in query.sql:  # a LEFT interval join's expired rows (interval_join.py)
+            return self.spark.sql(query.sql, args=interval_args(query, fired))
         return self.spark.sql(query.sql)
 
     def advance(self, job: Job, state: RunState) -> RunOutput:
@@ -434,7 +446,7 @@ class Jobs:
         """Per query with event-time operators (by watermark key), the watermarks (before, after] of this
         run: each source's watermark after reading [next, upper), combined per query (event_time.py)."""
         timed = [(key, query) for key, query in job.queries()
-                 if isinstance(query, WindowedQuery) or any(s.event_time for s in query.scans)]
+                 if isinstance(query, WindowedQuery) or any(s.event_time or s.interval_time for s in query.scans)]
         inputs = {key: {job.sources[s.view].uid for s in watermark_inputs(query)} for key, query in timed}
         read = set().union(*inputs.values())
         marks: dict[str, int | None] = {}

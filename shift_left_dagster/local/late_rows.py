@@ -8,23 +8,36 @@ for a bounded OVER, the last time each key emitted, from the records of earlier 
 join the statement's progress (SourceProgress.dropped, committed with the run) and the recompute
 reads the table without them, in this run and every later one. That is one small Spark job per
 scan with a rule, and none before the query has a watermark (nothing can be late then).
+
+Within a run the watermark advances per record, as Flink's does (every record moves it to its
+highest time so far minus the delay, emitted after the record): `arrival_watermarks` gives each
+record the watermark it met. Where that is Flink's own (one source of one partition: the order is the
+log's), window TVFs (windows.py) count a record only in the windows not fired at its arrival, and an
+unbounded OVER or a keep-first deduplication judges it by that watermark. A bounded OVER is replayed
+record by record on the driver (its rule depends on which rows its key fired before): dropped rows
+join the progress, and a late row it keeps is held back until the watermark next rises, as Flink's
+timer for it fires only then.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import OFFSET, PARTITION, TableDef
-from shift_left_dagster.local.event_time import MIN_WATERMARK
+from shift_left_dagster.local.event_time import MIN_WATERMARK, watermark_inputs, watermark_spec
 from shift_left_dagster.local.storage import in_ranges
 from shift_left_dagster.local.store import RunState, SourceProgress
 from shift_left_dagster.local.views import Ranges, TableViews
+from shift_left_dagster.local.windows import ARRIVAL_WATERMARK
 from shift_left_dagster.translation.spark import LateRule, Scan, SparkQuery
 
 _LAST = "__sl_last"
+_MET = "__sl_met"  # the watermark a record met
+REPLAYED_ROWS = 50_000  # a bounded OVER's table replayed on the driver up to this many records
 
 
 def _dropped_key(query_key: str, index: int) -> str:
@@ -33,10 +46,21 @@ def _dropped_key(query_key: str, index: int) -> str:
     return f"{query_key}:{index}"
 
 
+def _held_key(query_key: str, index: int) -> str:
+    """A scan's entry in SourceProgress.dropped for the rows held back in the last run (replaced each run)."""
+    return f"{query_key}:{index}:held"
+
+
 def dropped_rows(state: RunState | None, table_uid: str, query_key: str, index: int) -> dict[int, list[int]]:
-    """The offsets (partition -> offsets) of the late rows the query's scan at `index` dropped so far."""
+    """The offsets (partition -> offsets) of the late rows the query's scan at `index` dropped so far, and
+    of those it holds back in this run (a bounded OVER's late row waiting for the next watermark)."""
     progress = _progress(state, table_uid) if state is not None else None
-    return progress.dropped.get(_dropped_key(query_key, index), {}) if progress is not None else {}
+    if progress is None:
+        return {}
+    found = {p: list(o) for p, o in progress.dropped.get(_dropped_key(query_key, index), {}).items()}
+    for partition, offsets in progress.dropped.get(_held_key(query_key, index), {}).items():
+        found[partition] = sorted(set(found.get(partition, [])) | set(offsets))
+    return found
 
 
 def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sources: Mapping[str, TableDef],
@@ -45,32 +69,50 @@ def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sou
     """Record in the progress the late rows of this run's new offsets [next, upper), per scan with a rule."""
     for query_key, query in queries:
         before = fired.get(query_key, (MIN_WATERMARK, MIN_WATERMARK))[0]
-        if before == MIN_WATERMARK:
-            continue
+        inputs = {sources[s.view].uid for s in watermark_inputs(query)}
         for index, scan in enumerate(query.scans):
             table = sources[scan.view]
             progress = _progress(state, table.uid)
             if scan.late is None or scan.event_time is None or progress is None:
                 continue
+            per_record = inputs == {table.uid} and table.partitions == 1 and not table.upsert
+            if per_record and scan.late.kind == "key":
+                replayed = _replay_bounded_over(views, table, scan, progress, upper[table.uid])
+                if replayed is not None:
+                    progress.dropped[_dropped_key(query_key, index)], progress.dropped[_held_key(query_key, index)] = \
+                        replayed
+                    continue
+            if before == MIN_WATERMARK and (not per_record or scan.late.kind == "key"):
+                continue  # nothing is late before the query has a watermark
             new = {p: (progress.next.get(p, 0), upper[table.uid][p]) for p in range(table.partitions)}
             if not any(end > start for start, end in new.values()):
                 continue
-            found = _late_offsets(views, table, scan, progress, new, before)
+            found = _late_offsets(views, table, scan, progress, new, before, per_record=per_record and
+                                  scan.late.kind != "key")
             merged = progress.dropped.setdefault(_dropped_key(query_key, index), {})
             for partition, offsets in found.items():
                 merged[partition] = sorted(set(merged.get(partition, [])) | set(offsets))
 
 
 def _late_offsets(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress, new: Ranges,
-                  watermark: int) -> dict[int, list[int]]:
-    """Where the records of the new ranges are that the scan's rule drops (one Spark job)."""
+                  watermark: int, *, per_record: bool) -> dict[int, list[int]]:
+    """Where the records of the new ranges are that the scan's rule drops (one Spark job): judged
+    against the watermark before the run, or, `per_record`, the one each record met (that or what
+    the run's earlier records moved it to, as Flink's watermark advances record by record)."""
     assert scan.late is not None and scan.event_time is not None
     time = F.unix_millis(F.col(f"`{scan.event_time}`").cast("timestamp"))
     if scan.late.kind == "key":
         late = _after_key_last(views, table, scan.late, progress, new, time, watermark)
     else:
         rows = views.located(table, new)
-        late = rows.where(time < watermark if scan.late.kind == "before" else time <= watermark)
+        met: Column = F.lit(watermark)
+        if per_record:
+            earlier = Window.partitionBy(F.col(f"`{PARTITION}`")).orderBy(F.col(f"`{OFFSET}`")).rowsBetween(
+                Window.unboundedPreceding, -1)
+            rows = rows.withColumn(_MET, F.greatest(met, F.coalesce(
+                F.max(time).over(earlier) - watermark_spec(table).delay_ms, met)))
+            met = F.col(_MET)
+        late = rows.where(time < met if scan.late.kind == "before" else time <= met)
     found: dict[int, list[int]] = {}
     for row in late.select(PARTITION, OFFSET).collect():
         found.setdefault(int(row[PARTITION]), []).append(int(row[OFFSET]))
@@ -92,3 +134,59 @@ def _after_key_last(views: TableViews, table: TableDef, rule: LateRule, progress
 
 def _progress(state: RunState, table_uid: str) -> SourceProgress | None:
     return next((p for p in state.sources.values() if p.table_uid == table_uid), None)
+
+
+def arrival_watermarks(views: TableViews, table: TableDef, frame: DataFrame, ranges: Ranges | None, *,
+                       exact: bool) -> DataFrame:
+    """The table's rows (`frame`, as the scan reads them) with ARRIVAL_WATERMARK: the watermark each
+    record met, its partition's highest earlier time minus the delay. `exact` when that is Flink's
+    watermark: the query's one source, one partition, append-only; else the lowest watermark (only
+    the run's watermark gates then)."""
+    if not exact or table.partitions != 1 or table.upsert or \
+            any(b.retractions for b in views.logs.store.batches(table.uid)):
+        return frame.withColumn(ARRIVAL_WATERMARK, F.lit(MIN_WATERMARK))
+    spec = watermark_spec(table)
+    time = F.unix_millis(F.col(f"`{spec.column}`").cast("timestamp"))
+    earlier = Window.partitionBy(F.col(f"`{PARTITION}`")).orderBy(F.col(f"`{OFFSET}`")).rowsBetween(
+        Window.unboundedPreceding, -1)
+    rows = views.located(table, ranges)
+    arrival = F.coalesce(F.max(time).over(earlier) - spec.delay_ms, F.lit(MIN_WATERMARK))
+    return rows.select(*[F.col(f"`{name}`") for name in frame.columns], arrival.alias(ARRIVAL_WATERMARK))
+
+
+def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress,
+                         upper: Mapping[int, int]) -> tuple[dict[int, list[int]], dict[int, list[int]]] | None:
+    """A bounded OVER (ROWS n / RANGE interval PRECEDING) over one partition, replayed record by record as
+    Flink's RowTime*BoundedPrecedingFunction runs it: a record not later than its key's last triggering
+    time is dropped; a kept one fires (is emitted) when the watermark next rises to its time, so a late
+    one that is kept waits for the next rise. (dropped offsets, offsets still waiting after this run);
+    None when the table holds more records than the driver replays (then runs judge as before)."""
+    assert scan.late is not None and scan.event_time is not None
+    read = {p: (progress.start.get(p, 0), end) for p, end in upper.items()}
+    if sum(end - start for start, end in read.values()) > REPLAYED_ROWS:
+        return None
+    declared = [table.column(k) for k in scan.late.keys]
+    keys = [F.col(f"`{c.name}`") for c in declared if c is not None] if all(declared) else []
+    time = F.unix_millis(F.col(f"`{scan.event_time}`").cast("timestamp"))
+    records = views.located(table, read).select(F.col(f"`{OFFSET}`").alias("o"), F.struct(*keys).alias("k"),
+                                                time.alias("t")).orderBy("o").collect()
+    delay = watermark_spec(table).delay_ms
+    watermark = MIN_WATERMARK
+    last: dict[tuple[object, ...], int] = {}  # per key, its last triggering time
+    waiting: list[tuple[int, int, tuple[object, ...]]] = []  # a heap of (time, offset, key) not fired yet
+    dropped: list[int] = []
+    for record in records:
+        at, key, moment = int(record["o"]), tuple(record["k"]), record["t"]
+        if moment is None:
+            continue
+        if moment <= last.get(key, MIN_WATERMARK):
+            dropped.append(at)
+            continue
+        heapq.heappush(waiting, (moment, at, key))
+        if moment - delay > watermark:
+            watermark = moment - delay
+            while waiting and waiting[0][0] <= watermark:
+                fired, _at, fired_key = heapq.heappop(waiting)
+                last[fired_key] = max(last.get(fired_key, MIN_WATERMARK), fired)
+    held = [at for moment, at, _key in waiting if moment <= watermark]
+    return ({0: dropped} if dropped else {}), ({0: sorted(held)} if held else {})

@@ -14,11 +14,22 @@ aggregation's rows carry window_end - 1 ms in the hidden time column. A fired wi
 computed again: a record arriving after its window fired changes nothing, as Flink drops it as
 late (a HOP or CUMULATE record still counts in the windows of it not fired yet, as in Flink's
 slicing window operator).
+
+Within one run the watermark advances record by record as in Flink: a TUMBLE, HOP or CUMULATE read
+straight from a table gets each record's arrival watermark (ARRIVAL_WATERMARK, late_rows.py: what the
+records before it moved the watermark to) and a record counts only in the windows not fired at its
+arrival, window_end - 1 ms above that watermark. So a row older than one already read in the same
+run is as late as in Flink (where the outcome does not depend on arrival order: one source, one
+partition; elsewhere the column holds the lowest watermark and only the run's watermark gates).
+
+A window aggregation that feeds another window TVF (cascaded windows) is not gated from below: each
+run recomputes all its windows fired so far (window_end - 1 ms <= :sl_fired_until), so the outer
+windows fired in a later run still see the inner buckets fired in earlier runs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
@@ -30,12 +41,17 @@ FIRED_AFTER, FIRED_UNTIL = "sl_fired_after", "sl_fired_until"
 EVERY_WINDOW = (MIN_WATERMARK, MAX_WATERMARK)
 # The alias translation/spark.py gives the exploded records inside a window TVF's derived table.
 _EXPLODED = "__sl_w_out"
+_INPUT = "__sl_w_in"
 _GATE = "__sl_w_gate"
+ARRIVAL_WATERMARK = "__sl_arrival_watermark"  # epoch ms: the watermark when the record arrived
 
 
 @dataclass
 class WindowedQuery(SparkQuery):
-    """A query whose window aggregations emit only the windows that fire in the range it is bound with."""
+    """A query whose window aggregations emit only the windows that fire in the range it is bound with;
+    the views in `arrival_views` must carry ARRIVAL_WATERMARK (late_rows.arrival_watermarks)."""
+
+    arrival_views: list[str] = field(default_factory=list)
 
 
 def fired_args(fired: tuple[int, int] | None) -> dict[str, int]:
@@ -49,23 +65,64 @@ def gate_windows(query: SparkQuery) -> SparkQuery:
     if _EXPLODED not in query.sql:
         return query  # no window TVF: the SQL is used as the translator wrote it
     tree = sqlglot.parse_one(query.sql, read="spark")
-    gated = False
-    for exploded in list(tree.find_all(exp.Subquery)):
-        if exploded.alias != _EXPLODED:
-            continue
+    views = {scan.view for scan in query.scans}
+    exploded_all = [e for e in tree.find_all(exp.Subquery) if e.alias == _EXPLODED]
+    gated, arrival_views = False, []
+    for exploded in exploded_all:
         derived = exploded.parent_select
         relation = derived.parent if derived is not None else None
         consumer = relation.parent_select if isinstance(relation, exp.Subquery) else None
         window_end = _grouped_window_end(consumer)
         if derived is None or consumer is None or window_end is None:
             continue  # a window TVF without aggregation emits each record at once, as in Flink
-        derived.replace(_gated(derived))
+        view = _arrival_input(exploded, derived, views)
+        if view is not None:
+            arrival_views.append(view)
+        derived.replace(_gated(derived, arrival=view is not None,
+                               cascaded=_feeds_window(tree, consumer, exploded, exploded_all)))
         _carry_window_time(tree, consumer, window_end)
         gated = True
     if not gated:
         return query
     sql = tree.sql(dialect="spark", identify=True, comments=False)
-    return WindowedQuery(sql=sql, scans=query.scans, notes=query.notes)
+    return WindowedQuery(sql=sql, scans=query.scans, notes=query.notes, arrival_views=arrival_views)
+
+
+def _arrival_input(exploded: exp.Subquery, derived: exp.Select, views: set[str]) -> str | None:
+    """The view a TUMBLE, HOP or CUMULATE reads straight from a table; its records' arrival watermark
+    is carried through the exploded and derived selects (SESSION windows and derived inputs: None)."""
+    inner = exploded.this
+    from_ = inner.args.get("from_") if isinstance(inner, exp.Select) else None
+    source = from_.this if from_ is not None else None
+    if not isinstance(inner, exp.Select) or not isinstance(source, exp.Table) or source.name not in views \
+            or source.alias != _INPUT:
+        return None
+    inner.append("expressions", exp.column(ARRIVAL_WATERMARK, table=_INPUT, quoted=True))
+    derived.append("expressions", exp.column(ARRIVAL_WATERMARK, quoted=True))
+    return source.name
+
+
+def _feeds_window(tree: exp.Expr, consumer: exp.Select, exploded: exp.Subquery,
+                  exploded_all: list[exp.Subquery]) -> bool:
+    """Whether a window aggregation's rows are the input of another window TVF: it sits inside that
+    TVF's exploded records, or in a CTE one of them reads."""
+    if any(other is not exploded and consumer.find_ancestor(exp.Subquery) is not None and
+           _within(consumer, other) for other in exploded_all):
+        return True
+    cte = consumer.find_ancestor(exp.CTE)
+    if cte is None:
+        return False
+    read = {t.name for other in exploded_all for t in other.find_all(exp.Table) if t.alias == _INPUT}
+    return cte.alias_or_name in read
+
+
+def _within(node: exp.Expr, ancestor: exp.Expr) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent is ancestor:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _grouped_window_end(select: exp.Select | None) -> exp.Column | None:
@@ -84,11 +141,15 @@ def _window_time_ms(window_end: exp.Expr) -> exp.Expr:
                              read="spark")
 
 
-def _gated(derived: exp.Select) -> exp.Select:
-    """SELECT * FROM (derived) WHERE its window fires in (after, until]."""
+def _gated(derived: exp.Select, *, arrival: bool, cascaded: bool) -> exp.Select:
+    """SELECT * FROM (derived) WHERE its window fires in (after, until] ((-inf, until] when `cascaded`),
+    after the record's arrival watermark when it carries one."""
     fires = _window_time_ms(exp.column("window_end", quoted=True))
-    condition = exp.and_(exp.GT(this=fires.copy(), expression=exp.Placeholder(this=FIRED_AFTER)),
-                         exp.LTE(this=fires, expression=exp.Placeholder(this=FIRED_UNTIL)))
+    condition: exp.Expr = exp.LTE(this=fires.copy(), expression=exp.Placeholder(this=FIRED_UNTIL))
+    if not cascaded:
+        condition = exp.and_(exp.GT(this=fires.copy(), expression=exp.Placeholder(this=FIRED_AFTER)), condition)
+    if arrival:
+        condition = exp.and_(condition, exp.GT(this=fires, expression=exp.column(ARRIVAL_WATERMARK, quoted=True)))
     return exp.select(exp.Star()).from_(exp.Subquery(this=derived.copy(), alias=exp.TableAlias(
         this=exp.to_identifier(_GATE)))).where(condition)
 

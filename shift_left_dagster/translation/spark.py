@@ -29,12 +29,15 @@ from shift_left_dagster.translation.functions import (
     translate_call,
     translate_typed,
 )
+from shift_left_dagster.translation.interval_join import INTERVAL_TIME, hold_unmatched_rows
 
 # Hidden columns a stateless (incremental) query carries from each input record to its output row.
 HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ = "__sl_op", "__sl_rowtime", "__sl_seq"
 HIDDEN = {HIDDEN_OP: OP, HIDDEN_ROWTIME: ROWTIME, HIDDEN_SEQ: OFFSET}
 # Validity interval columns of a versioned table's view (temporal joins).
 VALID_FROM, VALID_TO = "__sl_valid_from", "__sl_valid_to"
+# A table's arrival position (its record offset) where a result depends on arrival order (Scan.arrival).
+ARRIVAL = "__sl_arrival"
 _Node = TypeVar("_Node", bound=exp.Expr)
 
 WINDOW_TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
@@ -75,6 +78,15 @@ class Scan:
     # deduplication, the probe side of a temporal join): the engine holds rows above its watermark.
     event_time: str | None = None
     late: LateRule | None = None  # how its event-time operator drops late rows (None: it drops none)
+    # The view carries ARRIVAL, the record's arrival position: ties of a ROW_NUMBER and the element order
+    # of an ARRAY_AGG follow it, as Flink's state follows arrival. `arrival_last_by`: a ROW_NUMBER kept at 1
+    # ORDER BY this column DESC; when it is the time attribute (Flink's keep-last deduplication) the
+    # latest tied row wins, so the engine negates the position.
+    arrival: bool = False
+    arrival_last_by: str | None = None
+    # The time column a LEFT interval join bounds this table by (interval_join.py): when it is the time
+    # attribute the query binds INTERVAL_UNTIL to its watermark.
+    interval_time: str | None = None
 
 
 @dataclass
@@ -107,6 +119,8 @@ def translate_query(query: exp.Expr, columns_of: ColumnsOf, *, incremental: bool
     _expand_window_tvfs(tree, columns_of, ctes)
     _expand_stars(tree, columns_of, ctes)
     _mark_event_time_inputs(tree, ctes)
+    _order_by_arrival(tree, ctes)
+    hold_unmatched_rows(tree, ctes)
     scans = _replace_tables(tree, set(ctes))
     _type_row_branches(tree)
     tree = rewrite_bottom_up(tree, precisions or {})
@@ -457,6 +471,50 @@ def _mark_tables(node: exp.Expr, column: str, ctes: dict[str, exp.Expr], late: L
             table.meta[_EVENT_TIME], table.meta[_LATE] = column, late
 
 
+# --- arrival order ---------------------------------------------------------------------------
+
+_ARRIVAL, _ARRIVAL_LAST, _ARRIVAL_SORTED = "arrival", "arrival_last_by", "arrival_sorted"
+
+
+def _order_by_arrival(tree: exp.Expr, ctes: dict[str, exp.Expr]) -> None:
+    """Where Flink's result follows arrival order, order by it too: a ROW_NUMBER's ties (Flink's Top-N
+    keeps the row that came first; keep-last deduplication the one that came last) and ARRAY_AGG's
+    elements (appended as they come; an updated row's element retracted and appended again). Only
+    over one base table read directly (its view then carries ARRIVAL); elsewhere the order stays Spark's."""
+    for window in list(tree.find_all(exp.Window)):
+        select = window.find_ancestor(exp.Select)
+        table = _single_base_table(select, ctes)
+        if not isinstance(window.this, exp.RowNumber) or table is None or select is None:
+            continue
+        definition = _window_definition(window, select)
+        order = definition.args.get("order")
+        if order is None:
+            continue
+        table.meta[_ARRIVAL] = True
+        first = order.expressions[0]
+        if len(order.expressions) == 1 and first.args.get("desc") and isinstance(first.this, exp.Column) \
+                and _kept_at_one(window, select):
+            table.meta[_ARRIVAL_LAST] = first.this.name
+        order.append("expressions", exp.Ordered(this=exp.column(ARRIVAL, table=table.alias_or_name, quoted=True)))
+    for aggregate in list(tree.find_all(exp.ArrayAgg)):
+        table = _single_base_table(aggregate.find_ancestor(exp.Select), ctes)
+        if table is not None and not isinstance(aggregate.parent, exp.Window):
+            table.meta[_ARRIVAL] = True
+            aggregate.meta[_ARRIVAL_SORTED] = exp.column(ARRIVAL, table=table.alias_or_name, quoted=True)
+
+
+def _single_base_table(select: exp.Select | None, ctes: dict[str, exp.Expr]) -> exp.Table | None:
+    """The base table a SELECT reads directly and alone (no join), else None."""
+    from_ = select.args.get("from_") if select is not None else None
+    if from_ is None or select is None or select.args.get("joins") or not isinstance(from_.this, exp.Table):
+        return None
+    table = from_.this
+    if not isinstance(table.this, exp.Identifier) or table.args.get("version") is not None or \
+            (not table.args.get("db") and table.name in ctes):
+        return None
+    return table
+
+
 # --- base tables --------------------------------------------------------------------------
 
 
@@ -476,7 +534,9 @@ def _replace_tables(tree: exp.Expr, cte_names: set[str]) -> list[Scan]:
         options = {k: v for h in hints if isinstance(h, OptionsHint) for k, v in h.options.items()}
         version = table.args.get("version")
         scan = Scan(view=f"sl_{next(_views)}", table=table.copy(), options=options, versioned=version is not None,
-                    event_time=table.meta.get(_EVENT_TIME), late=table.meta.get(_LATE))
+                    event_time=table.meta.get(_EVENT_TIME), late=table.meta.get(_LATE),
+                    arrival=bool(table.meta.get(_ARRIVAL)), arrival_last_by=table.meta.get(_ARRIVAL_LAST),
+                    interval_time=table.meta.get(INTERVAL_TIME))
         scans.append(scan)
         alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name))
         replacement = exp.Table(this=exp.to_identifier(scan.view), alias=alias)
@@ -577,12 +637,31 @@ def _rewrite_node(node: exp.Expr, precisions: Mapping[str, int]) -> exp.Expr:
             return exp.IntDiv(this=exp.Paren(this=_months_between(node.expression, end)),
                               expression=exp.Literal.number(_MONTHS_IN[unit]))
         return exp.Anonymous(this="timestampdiff", expressions=[exp.var(unit), node.expression, end])
+    if isinstance(node, exp.Is) and isinstance(node.expression, exp.JSON):
+        return _is_json(node.this, node.expression)
     if isinstance(node, exp.ArrayAgg) and not isinstance(node.parent, exp.Window):
         # Flink keeps NULL elements; Spark's collect_list drops NULLs, never a struct holding one.
+        arrival = node.meta.get(_ARRIVAL_SORTED)
+        if arrival is not None:  # in arrival order (_order_by_arrival)
+            return spark_template("transform(array_sort(collect_list(named_struct('a', {a}, 'v', {v}))), "
+                                  "__sl_e -> __sl_e.v)", a=arrival, v=node.this)
         return spark_template("transform(collect_list(named_struct('v', {v})), __sl_e -> __sl_e.v)", v=node.this)
     if isinstance(node, exp.DataType):
         return _spark_data_type(node)
     return translate_typed(node)
+
+
+def _is_json(value: exp.Expr, predicate: exp.JSON) -> exp.Expr:
+    """`v IS JSON [VALUE|SCALAR|ARRAY|OBJECT]`: whether the text parses as JSON (of that kind); FALSE for
+    NULL, as Flink's. Spark parses it as a VARIANT, whose schema names its kind."""
+    kind = (predicate.this.name if isinstance(predicate.this, exp.Expr) else str(predicate.this or "VALUE")).upper()
+    shape = "schema_of_variant(try_parse_json({v}))"
+    test = {"VALUE": "try_parse_json({v}) IS NOT NULL",
+            "OBJECT": f"startswith({shape}, 'OBJECT')", "ARRAY": f"startswith({shape}, 'ARRAY')",
+            "SCALAR": f"NOT (startswith({shape}, 'OBJECT') OR startswith({shape}, 'ARRAY'))"}.get(kind)
+    if test is None:
+        raise Unsupported(f"IS JSON {kind}", line_of(predicate))
+    return spark_template(f"coalesce({test}, false)", v=value)
 
 
 def _rewrite_function(node: exp.Anonymous) -> exp.Expr:

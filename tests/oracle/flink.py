@@ -1,6 +1,8 @@
 """The Flink side of the oracle: the corpus as OSS Flink SQL (oss.py), run by runner.py in the PyFlink venv.
 
-One runner process for the whole corpus (one MiniCluster); its results are
+One runner process for the whole corpus (one MiniCluster); a process that
+fails or overruns its time is split in halves, down to one case per process
+(whose failure is then its result). The results are
 cached by the exact inputs (runner, specs, files, PyFlink version) under
 ~/.cache/shift-left-dagster/oracle-results unless SL_ORACLE_CACHE=0.
 """
@@ -17,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from tests.oracle.corpus import Case
-from tests.oracle.oss import DATA, CorpusError, runner_case
+from tests.oracle.oss import DATA, runner_case
 from tests.oracle.venv import PYFLINK, python_path
 
 RUNNER = Path(__file__).with_name("runner.py")
 CACHE_ENV = "SL_ORACLE_CACHE"
+# A runner process's time (seconds): past it the process is killed and its cases split in halves.
+PROCESS_SECONDS, CASE_SECONDS = 240.0, 8.0
 
 
 @dataclass
@@ -38,14 +42,14 @@ class FlinkOutcome:
     seconds: float = 0.0
 
 
-def run_flink(cases: list[Case], *, each: bool = False, timeout: float = 900.0) -> dict[str, FlinkOutcome]:
+def run_flink(cases: list[Case], *, each: bool = False, timeout: float | None = None) -> dict[str, FlinkOutcome]:
     """Every case on Flink in one runner process (cached by the exact inputs unless SL_ORACLE_CACHE=0)."""
     specs, files, broken = [], {}, {}
     for case in cases:
         try:
             spec, case_files = runner_case(case)
-        except CorpusError as error:
-            broken[case.name] = FlinkOutcome(error=str(error), phase="corpus")
+        except ValueError as error:  # CorpusError, or a value the harness can not feed: that case's result
+            broken[case.name] = FlinkOutcome(error=f"{type(error).__name__}: {error}", phase="corpus")
             continue
         specs.append(spec)
         files.update(case_files)
@@ -55,12 +59,27 @@ def run_flink(cases: list[Case], *, each: bool = False, timeout: float = 900.0) 
     if os.environ.get(CACHE_ENV, "1") != "0" and cached.is_file():
         raw = json.loads(cached.read_text())
     else:
-        raw = _run_runner(body, files, timeout)
+        raw = _run_split(specs, files, each, timeout)
         cached.parent.mkdir(parents=True, exist_ok=True)
         cached.write_text(json.dumps(raw))
     modes = {spec["name"]: spec["sink_mode"] for spec in specs}
     outcomes = {name: _outcome(result, modes[name]) for name, result in raw["cases"].items()}
     return {**outcomes, **broken}
+
+
+def _run_split(specs: list[dict[str, Any]], files: dict[str, str], each: bool, timeout: float | None) -> dict[str, Any]:
+    """The specs in one runner process; when it fails or overruns its time, each half in a process of its
+    own, down to one case per process, whose failure is then that case's result (never a stall)."""
+    limit = timeout if timeout is not None else PROCESS_SECONDS + CASE_SECONDS * len(specs)
+    try:
+        return _run_runner({"cases": specs, "each": each}, files, limit)
+    except (RuntimeError, subprocess.TimeoutExpired) as error:
+        if len(specs) <= 1:
+            reason = f"the Flink runner process failed: {str(error).strip().splitlines()[-1] if str(error) else error}"
+            return {"cases": {s["name"]: {"phase": "run", "error": reason} for s in specs}}
+        middle = len(specs) // 2
+        halves = [_run_split(part, files, each, None) for part in (specs[:middle], specs[middle:])]
+        return {"cases": {name: result for half in halves for name, result in half["cases"].items()}}
 
 
 def _run_runner(body: dict[str, Any], files: dict[str, str], timeout: float) -> dict[str, Any]:

@@ -203,11 +203,28 @@ def _attribute_values(case: Case, table: TableSpec, attribute: str) -> list[date
     """The event times of the table's rows (the time attribute's values; $rowtime's is the timestamp column)."""
     name = table.timestamp_column if attribute == ROWTIME else attribute
     columns = table.insertable
-    at = next((i for i, c in enumerate(columns) if c.name == name), None)
+    source = computed_from(table, str(name))
+    at = next((i for i, c in enumerate(columns) if c.name == (source or name)), None)
     if at is None:
-        raise CorpusError(f"{table.name}: the time attribute {attribute} is not a column rows give")
-    values = [typed(row[at], columns[at].type) for row in case.all_rows(table.name)]
+        raise CorpusError(f"{table.name}: the time attribute {attribute} is not a column rows give (nor "
+                          f"TO_TIMESTAMP or CAST of one)")
+    kind = "TIMESTAMP(3)" if source else columns[at].type
+    values = [typed(row[at], kind) for row in case.all_rows(table.name)]
     return [v.replace(tzinfo=None) for v in values if v is not None]
+
+
+def computed_from(table: TableSpec, name: str) -> str | None:
+    """The column a computed time attribute reads, when it is `TO_TIMESTAMP(c)` or `CAST(c AS TIMESTAMP)`
+    of a column rows give (its values are then the column's text as a time), else None."""
+    column = next((c for c in table.columns if c.name == name), None)
+    if column is None or column.expression is None:
+        return None
+    tree = parse_one_statement(f"SELECT {column.expression}").tree.expressions[0]
+    argument = tree.this if isinstance(tree, exp.Cast) else (
+        tree.this if isinstance(tree, exp.StrToTime | exp.TsOrDsToTimestamp) else
+        tree.expressions[0] if isinstance(tree, exp.Anonymous) and tree.name.upper() == "TO_TIMESTAMP"
+        and len(tree.expressions) == 1 else None)
+    return argument.name if isinstance(argument, exp.Column) else None
 
 
 def _final_watermark(case: Case, table: TableSpec, add_rowtime: bool) -> datetime | None:
@@ -225,8 +242,8 @@ def _json_rows(case: Case, table: TableSpec, add_rowtime: bool, final: datetime 
     columns = table.insertable
     lines = []
     epoch = "1970-01-01 00:00:00"
-    record: dict[str, Any] = {c.name: json_value(typed(epoch, c.type), c.type) if "TIMESTAMP" in c.type.upper()
-                              else None for c in columns}
+    record: dict[str, Any] = {c.name: json_value(typed(epoch, c.type), c.type)
+                              if c.type.upper().startswith("TIMESTAMP") else None for c in columns}
     if add_rowtime:
         record[ROWTIME] = json_value(typed(epoch, "TIMESTAMP_LTZ(3)"), "TIMESTAMP_LTZ(3)")
     for row in case.all_rows(table.name):
@@ -241,8 +258,13 @@ def _json_rows(case: Case, table: TableSpec, add_rowtime: bool, final: datetime 
     attribute = _time_attribute(table, add_rowtime)
     if attribute is not None and final is not None:
         name, delay = attribute
-        kind = "TIMESTAMP_LTZ(3)" if name == ROWTIME else next(c.type for c in columns if c.name == name)
-        record[name] = json_value(typed(final + timedelta(milliseconds=delay), kind), kind)
+        end = final + timedelta(milliseconds=delay)
+        source = computed_from(table, name)
+        if source is not None:  # the text the computed time attribute is read from
+            record[source] = end.isoformat(sep=" ", timespec="milliseconds" if end.microsecond else "seconds")
+        else:
+            kind = "TIMESTAMP_LTZ(3)" if name == ROWTIME else next(c.type for c in columns if c.name == name)
+            record[name] = json_value(typed(end, kind), kind)
     lines.append(json_line({**record, END: True}))
     return "".join(line + "\n" for line in lines)
 

@@ -16,7 +16,9 @@ with a marker row (its watermark is set by the harness, flink.py); once every
 marker is collected, every record has been read, and the job is stopped with a
 savepoint, without draining: the savepoint barrier follows the markers, so
 everything they trigger is collected before the job ends. No timer decides
-anything: the result is deterministic.
+anything: the result is deterministic. A job whose markers do not all come
+back within its budget (JOB_SECONDS + CASE_SECONDS per case) is cancelled and
+split like a failing one, so one stuck case never stalls the others.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 import time
 from typing import Any
 
@@ -34,6 +37,8 @@ from pyflink.table.explain_detail import ExplainDetail
 _NESTED = ("ARRAY", "MAP", "ROW", "MULTISET")
 _MODE = re.compile(r"changelogMode=\[([A-Z,]*)\]")
 END = "__oracle_end"
+# A job's time budget (seconds): past it the job is cancelled and its cases split (run_group).
+JOB_SECONDS, CASE_SECONDS = 60.0, 3.0
 
 
 def environment(work: str) -> TableEnvironment:
@@ -144,24 +149,44 @@ def plan_case(env: TableEnvironment, index: int, case: dict[str, Any]) -> tuple[
     return result, tables
 
 
-def collect(tables: list[Table], expected_markers: int, work: str) -> dict[str, list[list[Any]]]:
-    """Every changelog row of one job over `tables`, by case: [kind, [column texts]]."""
+def collect(tables: list[Table], expected_markers: int, work: str, budget: float) -> dict[str, list[list[Any]]]:
+    """Every changelog row of one job over `tables`, by case: [kind, [column texts]]. A job whose
+    markers are not all back within `budget` seconds is cancelled (TimeoutError): never a stall."""
     union = tables[0]
     for table in tables[1:]:
         union = union.union_all(table)
     result = union.execute()
     changes: dict[str, list[list[Any]]] = {}
     seen = 0
-    with result.collect() as rows:
-        if expected_markers == 0:
-            _stop(result, work)
-        for row in rows:
-            if row[0] == END:
-                seen += 1
-                if seen == expected_markers:
-                    _stop(result, work)
-                continue
-            changes.setdefault(row[0], []).append([str(row.get_row_kind()), json.loads(row[1])])
+    expired = threading.Event()
+
+    def cancel() -> None:
+        expired.set()
+        client = result.get_job_client()
+        if client is not None:
+            client.cancel()
+
+    watchdog = threading.Timer(budget, cancel)
+    watchdog.start()
+    try:
+        with result.collect() as rows:
+            if expected_markers == 0:
+                _stop(result, work)
+            for row in rows:
+                if row[0] == END:
+                    seen += 1
+                    if seen == expected_markers:
+                        _stop(result, work)
+                    continue
+                changes.setdefault(row[0], []).append([str(row.get_row_kind()), json.loads(row[1])])
+    except Exception:
+        if expired.is_set():
+            raise TimeoutError(f"the job read {seen} of its {expected_markers} end markers in {budget:.0f} s") from None
+        raise
+    finally:
+        watchdog.cancel()
+    if expired.is_set():
+        raise TimeoutError(f"the job read {seen} of its {expected_markers} end markers in {budget:.0f} s")
     return changes
 
 
@@ -180,7 +205,8 @@ def run_group(names: list[str], planned: dict[str, list[Table]], logs: dict[str,
     the failing case (a failure is that case's result, the others still run)."""
     began = time.monotonic()
     try:
-        changes = collect([t for name in names for t in planned[name]], sum(logs[n] for n in names), work)
+        changes = collect([t for name in names for t in planned[name]], sum(logs[n] for n in names), work,
+                          JOB_SECONDS + CASE_SECONDS * len(names))
     except Exception as error:  # noqa: BLE001
         if len(names) == 1:
             results[names[0]].update(phase="run", error=error_text(error), run_seconds=time.monotonic() - began)

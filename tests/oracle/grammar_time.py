@@ -1,0 +1,161 @@
+"""The event-time and ordering part of the generated grammar: window TVFs (TUMBLE, HOP, CUMULATE and a
+cascade over window_time), OVER aggregates, deduplication and Top-N (ROW_NUMBER), interval joins
+and event-time temporal joins against a versioned table declared with a primary key.
+
+Every event-time query reads tables of one partition whose time attribute is `$rowtime`, a declared
+or a computed column; rows arrive out of order and with tied times, so late rows are in play.
+
+Two-input event-time operators are drawn where Flink's result does not depend on how the reads of
+the two inputs interleave (the oracle's Flink reads both files at once): an interval join's inputs
+end with a row a day later on each side, so every interval is past the final watermark whatever
+came first; a versioned table's changes come in time order (the oracle's twin of an upsert topic
+orders a key's versions by event time, a Confluent topic by arrival: they agree then).
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from tests.oracle.drawn import Generated, Table, assemble, rows, tables
+
+_SMALL = ("INT", "STRING")
+LATER = "2026-03-02 10:00:00"
+
+
+def _window_call(draw: st.DrawFn, source: str, time: str) -> tuple[str, str]:
+    kind = draw(st.sampled_from(["TUMBLE", "HOP", "CUMULATE"]))
+    if kind == "TUMBLE":
+        size = draw(st.sampled_from([5, 10, 15]))
+        return f"TABLE(TUMBLE(TABLE {source}, DESCRIPTOR({time}), INTERVAL '{size}' MINUTE))", f"tumble:{size}"
+    step = draw(st.sampled_from([5, 10]))
+    size = step * draw(st.sampled_from([2, 3]))
+    return (f"TABLE({kind}(TABLE {source}, DESCRIPTOR({time}), INTERVAL '{step}' MINUTE, INTERVAL '{size}' MINUTE))",
+            f"{kind.lower()}:{step}/{size}")
+
+
+@st.composite
+def window_cases(draw: st.DrawFn, name: str) -> Generated:
+    table = draw(tables(f"{name}_t", upsert=False, time=True, types=_SMALL, width=(1, 2)))
+    data = draw(rows(table, count=(3, 9)))
+    call, feature = _window_call(draw, table.name, table.time_column)
+    by_key = draw(st.booleans())
+    numbers = [n for n, t in table.columns if t == "INT"]
+    aggregates = [("COUNT(*)", "BIGINT")] + ([(f"SUM({numbers[0]})", "INT"), (f"MAX({numbers[0]})", "INT")]
+                                             if numbers else [])
+    chosen = draw(st.lists(st.sampled_from(aggregates), min_size=1, max_size=2))
+    keys = ", k" if by_key else ""
+    select = ", ".join(["window_start", "window_end", *(["k"] if by_key else []),
+                        *(f"{e} AS a{i}" for i, (e, _) in enumerate(chosen))])
+    dml = f"INSERT INTO {name}_sink SELECT {select} FROM {call} GROUP BY window_start, window_end{keys}"
+    sink = [("window_start", "TIMESTAMP(3)"), ("window_end", "TIMESTAMP(3)"), *([("k", "STRING")] if by_key else []),
+            *((f"a{i}", t) for i, (_, t) in enumerate(chosen))]
+    case = assemble(name, [table], sink, dml, [], "append", {table.name: data}, draw(st.integers(0, len(data))))
+    features = [feature, f"time:{table.time}"] + (["by_key"] if by_key else [])
+    return Generated(case=case, kind="window", features=features)
+
+
+@st.composite
+def cascade_cases(draw: st.DrawFn, name: str) -> Generated:
+    table = draw(tables(f"{name}_t", upsert=False, time=True, types=_SMALL, width=(1, 1)))
+    data = draw(rows(table, count=(4, 10)))
+    inner = (f"SELECT window_time AS wt, COUNT(*) AS hits FROM TABLE(TUMBLE(TABLE {table.name}, "
+             f"DESCRIPTOR({table.time_column}), INTERVAL '5' MINUTE)) GROUP BY window_start, window_end, window_time")
+    call, feature = _window_call(draw, "minutely", "wt")
+    dml = (f"INSERT INTO {name}_sink WITH minutely AS ({inner}) SELECT window_start, window_end, COUNT(*) AS n, "
+           f"SUM(hits) AS hits FROM {call} GROUP BY window_start, window_end")
+    sink = [("window_start", "TIMESTAMP(3)"), ("window_end", "TIMESTAMP(3)"), ("n", "BIGINT"), ("hits", "BIGINT")]
+    case = assemble(name, [table], sink, dml, [], "append", {table.name: data}, draw(st.integers(0, len(data))))
+    return Generated(case=case, kind="cascade", features=[f"outer:{feature}", f"time:{table.time}"])
+
+
+@st.composite
+def over_cases(draw: st.DrawFn, name: str) -> Generated:
+    table = draw(tables(f"{name}_t", upsert=False, time=True, types=("INT",), width=(1, 1)))
+    data = draw(rows(table, count=(3, 9)))
+    frame, feature = draw(st.sampled_from([
+        ("RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", "unbounded"),
+        ("ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", "rows_1"),
+        ("RANGE BETWEEN INTERVAL '10' MINUTE PRECEDING AND CURRENT ROW", "range_10m")]))
+    dml = (f"INSERT INTO {name}_sink SELECT k, c0, SUM(c0) OVER w AS total, COUNT(*) OVER w AS n FROM {table.name} "
+           f"WINDOW w AS (PARTITION BY k ORDER BY {table.time_column} {frame})")
+    sink = [("k", "STRING"), ("c0", "INT"), ("total", "INT"), ("n", "BIGINT")]
+    case = assemble(name, [table], sink, dml, [], "append", {table.name: data}, draw(st.integers(0, len(data))))
+    return Generated(case=case, kind="over", features=[f"over:{feature}", f"time:{table.time}"])
+
+
+@st.composite
+def dedup_cases(draw: st.DrawFn, name: str) -> Generated:
+    table = draw(tables(f"{name}_t", upsert=False, time=True, types=_SMALL, width=(1, 1)))
+    data = draw(rows(table, count=(3, 9)))
+    last = draw(st.booleans())
+    dml = (f"INSERT INTO {name}_sink SELECT k, c0 FROM (SELECT k, c0, ROW_NUMBER() OVER (PARTITION BY k ORDER BY "
+           f"{table.time_column} {'DESC' if last else 'ASC'}) AS rn FROM {table.name}) WHERE rn = 1")
+    sink = [("k", "STRING NOT NULL" if last else "STRING"), ("c0", table.columns[0][1])]
+    case = assemble(name, [table], sink, dml, ["k"] if last else [], "upsert" if last else "append",
+                    {table.name: data}, draw(st.integers(0, len(data))))
+    return Generated(case=case, kind="dedup", features=["keep_last" if last else "keep_first", f"time:{table.time}"])
+
+
+@st.composite
+def top_n_cases(draw: st.DrawFn, name: str) -> Generated:
+    table = draw(tables(f"{name}_t", types=("INT",), width=(1, 2)))
+    data = draw(rows(table, count=(3, 9)))
+    data = [[r[0], *(None if v is None else v % 4 for v in r[1:])] for r in data]  # few values: ties
+    n = draw(st.integers(1, 3))
+    order = draw(st.sampled_from(["DESC", "ASC"]))
+    ranked = (f"SELECT k, c0, ROW_NUMBER() OVER (PARTITION BY k ORDER BY c0 {order}) AS rn "
+              f"FROM {table.name}")
+    if n == 1:
+        dml = f"INSERT INTO {name}_sink SELECT k, c0 FROM ({ranked}) WHERE rn = 1"
+        sink, key = [("k", "STRING NOT NULL"), ("c0", "INT")], ["k"]
+    else:
+        dml = f"INSERT INTO {name}_sink SELECT k, c0, rn FROM ({ranked}) WHERE rn <= {n}"
+        sink, key = [("k", "STRING NOT NULL"), ("c0", "INT"), ("rn", "BIGINT NOT NULL")], ["k", "rn"]
+    case = assemble(name, [table], sink, dml, key, "upsert", {table.name: data}, draw(st.integers(0, len(data))))
+    return Generated(case=case, kind="top_n", features=[f"top_{n}", order.lower(),
+                                                        "upsert_source" if table.upsert else "append_source"])
+
+
+@st.composite
+def interval_join_cases(draw: st.DrawFn, name: str) -> Generated:
+    left = Table(f"{name}_l", (("c0", "INT"),), upsert=False, time="declared")
+    right = Table(f"{name}_r", (("c0", "STRING"),), upsert=False, time="declared")
+    data = {left.name: draw(rows(left, count=(2, 6))), right.name: draw(rows(right, count=(2, 6)))}
+    # A last row a day later on each side moves both watermarks past every interval: Flink then emits each
+    # unmatched left row (at its key's cleanup timer); what happens before depends on how the two reads
+    # interleave and on that timer, not on the rows (grammar_time.py's module docstring).
+    data[left.name].append(["kz", 0, LATER])
+    data[right.name].append(["kz", "z", LATER])
+    kind = draw(st.sampled_from(["INNER", "LEFT"]))
+    before, after = draw(st.sampled_from([0, 5])), draw(st.sampled_from([5, 10, 30]))
+    dml = (f"INSERT INTO {name}_sink SELECT l.k, l.c0 AS lv, r.c0 AS rv FROM {left.name} AS l {kind} JOIN "
+           f"{right.name} AS r ON l.k = r.k AND r.ts BETWEEN l.ts - INTERVAL '{before}' MINUTE "
+           f"AND l.ts + INTERVAL '{after}' MINUTE")
+    case = assemble(name, [left, right], [("k", "STRING"), ("lv", "INT"), ("rv", "STRING")], dml, [], "append", data,
+                    draw(st.integers(0, 6)))
+    return Generated(case=case, kind="interval_join", features=[f"interval:{kind.lower()}", *_order(data)],
+                     single_source=False)
+
+
+@st.composite
+def temporal_join_cases(draw: st.DrawFn, name: str) -> Generated:
+    probe = Table(f"{name}_p", (("c0", "INT"),), upsert=False, time="declared")
+    versions = Table(f"{name}_v", (("c0", "STRING"),), upsert=True, time="declared")
+    changes = draw(rows(versions, count=(2, 6)))
+    times = sorted(r[-1] for r in changes)  # versions in time order: see the module docstring
+    ordered = [[*r[:-1], t] for r, t in zip(changes, times, strict=True)]
+    data = {probe.name: draw(rows(probe, count=(2, 6))), versions.name: ordered}
+    kind = draw(st.sampled_from(["INNER", "LEFT"]))
+    dml = (f"INSERT INTO {name}_sink SELECT p.k, p.c0 AS pv, v.c0 AS vv FROM {probe.name} AS p {kind} JOIN "
+           f"{versions.name} FOR SYSTEM_TIME AS OF p.ts AS v ON p.k = v.k")
+    case = assemble(name, [probe, versions], [("k", "STRING"), ("pv", "INT"), ("vv", "STRING")], dml, [], "append",
+                    data, draw(st.integers(0, 6)))
+    return Generated(case=case, kind="temporal_join", features=[f"temporal:{kind.lower()}", *_order(data)],
+                     single_source=False)
+
+
+def _order(data: dict[str, list[list[object]]]) -> list[str]:
+    """`out_of_order` when an input has a row older than one before it (its time is the row's last value)."""
+    late = any(str(row[-1]) < max(str(r[-1]) for r in rows[:at]) for rows in data.values()
+               for at, row in enumerate(rows) if at)
+    return ["out_of_order"] if late else ["in_order"]
