@@ -24,6 +24,10 @@ from shift_left_dagster.local.spark import SPARK_MASTER_ENV, get_spark
 
 # Sent when the session is created: the local engine's settings that change results or cost.
 CONNECT_SESSION_CONF = {"spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "2"}
+# Set by pyspark when a Connect session is created: from then on every session of the process is a
+# Connect one (classic `getOrCreate()` included) until it is removed.
+CONNECT_MODE_ENV = "SPARK_CONNECT_MODE_ENABLED"
+_SWITCHED: set[int] = set()  # the Connect sessions whose creation switched the process's mode
 
 
 def checks_session(local_service_dir: str | Path | None) -> SparkSession:
@@ -36,7 +40,11 @@ def checks_session(local_service_dir: str | Path | None) -> SparkSession:
     for key, value in CONNECT_SESSION_CONF.items():
         builder = builder.config(key, value)
     _no_collection_at_exit()
-    return builder.getOrCreate()
+    switched = CONNECT_MODE_ENV not in os.environ
+    session = builder.getOrCreate()  # pyspark switches the whole process to Connect mode (CONNECT_MODE_ENV)
+    if switched:
+        _SWITCHED.add(id(session))
+    return session
 
 
 @cache
@@ -63,6 +71,9 @@ def end_session(spark: SparkSession) -> None:
     is this process's, kept for what runs next."""
     if is_connect(spark):
         spark.stop()
+        if id(spark) in _SWITCHED:  # back to classic mode: a later get_spark() in this process gets a JVM again
+            _SWITCHED.discard(id(spark))
+            os.environ.pop(CONNECT_MODE_ENV, None)
 
 
 def is_connect(spark: SparkSession) -> bool:

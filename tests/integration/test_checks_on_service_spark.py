@@ -107,6 +107,9 @@ def test_a_dagster_run_checks_on_the_services_spark_without_a_jvm(service: Servi
     report = service.child("dagster")
     assert report["success"] and sorted(report["materialized"]) == sorted(TABLES), report
     assert not report["classic_context"] and report["java"] == [] and report["remote"], report
+    # pyspark's Connect mode is process-wide: once the run's session ends, a classic session works again
+    # (a test process that ran a Dagster run first got Connect sessions for the rest of the suite)
+    assert not report["connect_mode_after"] and report["classic_after"], report
     assert report["checks"] and all(c["passed"] for c in report["checks"]), report["checks"]
 
 
@@ -178,6 +181,11 @@ if __name__ == "__main__":
     from pyspark import SparkContext
     from pyspark.sql.utils import is_remote
 
-    report.update(classic_context=SparkContext._active_spark_context is not None, remote=is_remote(),
-                  java=_java_descendants())
+    report.update(classic_context=SparkContext._active_spark_context is not None,
+                  remote="pyspark.sql.connect.session" in sys.modules, java=_java_descendants(),
+                  connect_mode_after=is_remote())
+    if parser.parse_args().mode == "dagster":  # the process can still have a classic Spark afterwards
+        from shift_left_dagster.local.spark import get_spark
+
+        report.update(classic_after=hasattr(get_spark(), "_jsc"))
     print(json.dumps(report))
