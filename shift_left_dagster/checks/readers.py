@@ -165,7 +165,8 @@ class FilesSinkReader:
         query = insert.expression.copy()
         if insert.args.get("with"):
             query.set("with", insert.args["with"].copy())
-        translated = gate_windows(translate_query(query, lambda t: self.rows(t.name).columns))
+        # landed files keep no arrival order, so a record late against the ones before it can not be told
+        translated = gate_windows(translate_query(query, lambda t: self.rows(t.name).columns), by_arrival=False)
         for scan in translated.scans:
             self.rows(scan.table.name).createOrReplaceTempView(scan.view)
         result = self.spark.sql(translated.sql, args=fired_args(None))

@@ -60,8 +60,9 @@ def fired_args(fired: tuple[int, int] | None) -> dict[str, int]:
     return {FIRED_AFTER: after, FIRED_UNTIL: until}
 
 
-def gate_windows(query: SparkQuery) -> SparkQuery:
-    """The query with its window aggregations gated (itself when it has none)."""
+def gate_windows(query: SparkQuery, by_arrival: bool = True) -> SparkQuery:
+    """The query with its window aggregations gated (itself when it has none). `by_arrival` False: the
+    inputs carry no arrival order (landed files), so no record is judged late against the ones before it."""
     if _EXPLODED not in query.sql:
         return query  # no window TVF: the SQL is used as the translator wrote it
     tree = sqlglot.parse_one(query.sql, read="spark")
@@ -75,7 +76,7 @@ def gate_windows(query: SparkQuery) -> SparkQuery:
         window_end = _grouped_window_end(consumer)
         if derived is None or consumer is None or window_end is None:
             continue  # a window TVF without aggregation emits each record at once, as in Flink
-        view = _arrival_input(exploded, derived, views)
+        view = _arrival_input(exploded, derived, views) if by_arrival else None
         if view is not None:
             arrival_views.append(view)
         derived.replace(_gated(derived, arrival=view is not None,
