@@ -39,6 +39,7 @@ def test_objects_frozen_by_someone_else_stay_frozen() -> None:
         frozen = gc.get_freeze_count()
         with paused_gc():
             _ = [[i] for i in range(1000)]
-        assert gc.get_freeze_count() >= frozen > 0
+        # unfrozen, the count would fall to ~0; a few frozen objects may die meanwhile (the count drops by them)
+        assert gc.get_freeze_count() > frozen // 2 > 0
     finally:
         gc.unfreeze()
