@@ -214,7 +214,7 @@ def _discover(pipelines: Path) -> list[TableFiles]:
 # -- analysis with cache and processes --------------------------------------------------------
 
 
-ANALYSER = ("dialect.py", "parsing.py", "analysis.py", "facts.py", "inventory.py")  # beside this module
+ANALYSER = ("dialect.py", "parsing.py", "analysis.py", "plain_ddl.py", "facts.py", "inventory.py")  # beside this
 
 
 def analyser_version() -> str:
@@ -265,9 +265,13 @@ def analyse_file(relative_path: str, text: str) -> FileAnalysis:
     here, on the first file the cache lacks: a warm load never pays for it."""
     from shift_left_dagster.project.analysis import analyze_ddl, analyze_dml
     from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement, to_flink_sql
+    from shift_left_dagster.project.plain_ddl import read_plain_ddl
 
-    statement = parse_one_statement(text, relative_path)
     kind = os.path.basename(relative_path).split(".", 1)[0]
+    plain = read_plain_ddl(text) if kind == "ddl" else None  # the usual shape, without the parser
+    if plain is not None:
+        return FileAnalysis(ddl=plain[0], normalized_sql=plain[1])
+    statement = parse_one_statement(text, relative_path)
     try:
         ddl = analyze_ddl(statement) if kind == "ddl" else None
         dml = analyze_dml(statement) if kind != "ddl" else None
