@@ -210,17 +210,15 @@ def _discover(pipelines: Path) -> list[TableFiles]:
     table is broken, see table_files). Stops descending at a table folder (its tests/ and other folders
     are never listed).
     """
-    root = str(pipelines.parent)
     found: list[TableFiles] = []
 
-    def visit(folder: str) -> None:
+    def visit(folder: str, relative: str) -> None:  # relative: to the project root, with "/"
         entries = sorted((e for e in os.scandir(folder) if e.is_dir()), key=lambda e: e.name)
         scripts = next((e for e in entries if e.name == "sql-scripts"), None)
         if scripts is None:
             for entry in entries:
-                visit(entry.path)
+                visit(entry.path, f"{relative}/{entry.name}")
             return
-        relative = os.path.relpath(folder, root).replace(os.sep, "/")
         parts = relative.split("/")[1:]  # below pipelines/
         files = TableFiles(type=FOLDER_TYPES.get(parts[0], parts[0]),
                            product=parts[1] if len(parts) >= 3 else "", folder=relative)
@@ -231,7 +229,7 @@ def _discover(pipelines: Path) -> list[TableFiles]:
                 files.dml = f"{relative}/sql-scripts/{name}"
         found.append(files)
 
-    visit(str(pipelines))
+    visit(str(pipelines), pipelines.name)
     return found
 
 
