@@ -3,14 +3,15 @@
 
 Each round runs every command once, in turn (alternating), so a machine that slows down or speeds up weighs
 on all of them alike; the median and the worst of the rounds are printed with the target the median should
-meet, and the load average before and after (a busy machine's figures say so).
+meet, the median CPU seconds of the process and its workers (which a busy machine stretches least), and the
+load average before and after (a busy machine's figures say so).
 
     python bench/bench_cli.py [--tables 3000] [--rounds 7] [--baseline PATH]
 
 `--baseline PATH` (a checkout of other code, e.g. `git worktree add /tmp/base main`) also runs each command
 with PATH's code, alternating with ours in each round (its own analysis cache, so neither evicts the other's),
-and prints the per-round ratios ours/baseline (median and worst): on a busy machine the ratio means more
-than the absolute times.
+and prints the per-round ratios ours/baseline of wall and CPU time (median and worst): on a busy machine the
+ratios mean more than the absolute times.
 """
 
 from __future__ import annotations
