@@ -298,8 +298,12 @@ class AnalysisCache:
         self._write(self.file, CacheFile(version=self.version, entries=entries).model_dump_json(exclude_defaults=True))
 
     def save_inventory(self, source: str, inventory: Inventory) -> None:
-        self._write(self.inventory_file, InventoryFile(version=self.version, source=source, inventory=inventory)
-                    .model_dump_json(exclude_defaults=True))
+        """Kept when the folder is writable: a project whose analyses are all cached loads read-only, as before."""
+        try:
+            self._write(self.inventory_file, InventoryFile(version=self.version, source=source, inventory=inventory)
+                        .model_dump_json(exclude_defaults=True))
+        except OSError:
+            pass
 
     def _write(self, file: Path, text: str) -> None:
         self.path.mkdir(parents=True, exist_ok=True)

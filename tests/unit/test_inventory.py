@@ -156,6 +156,18 @@ def test_an_unchanged_project_loads_the_inventory_last_built_and_nothing_else(sa
     assert "int_table_2" in {b.table for b in build_inventory(sample, strict=False).broken}
 
 
+def test_a_project_whose_analyses_are_cached_loads_where_nothing_can_be_written(sample, monkeypatch):
+    """Say a read-only image: the inventory is kept when possible, never required."""
+    built = build_inventory(sample, strict=False)
+    (sample.parent / ".shift_left_dagster" / "cache" / "inventory.json").unlink()
+
+    def read_only(self, file, text):
+        raise PermissionError(f"read-only: {file}")
+
+    monkeypatch.setattr(inventory_module.AnalysisCache, "_write", read_only)
+    assert build_inventory(sample, strict=False) == built
+
+
 def test_pipelines_env_var_selects_the_project(sample, monkeypatch, tmp_path):
     monkeypatch.setenv("PIPELINES", str(sample))
     monkeypatch.chdir(tmp_path)
