@@ -3,15 +3,22 @@
 
 Each round runs every command once, in turn (alternating), so a machine that slows down or speeds up weighs
 on all of them alike; the median and the worst of the rounds are printed with the target the median should
-meet, and the load average before and after (a busy machine's figures say so).
+meet, the median CPU seconds of the process and its workers (which a busy machine stretches least), and the
+load average before and after (a busy machine's figures say so).
 
-    python bench/bench_cli.py [--tables 3000] [--rounds 7]
+    python bench/bench_cli.py [--tables 3000] [--rounds 7] [--baseline PATH]
+
+`--baseline PATH` (a checkout of other code, e.g. `git worktree add /tmp/base main`) also runs each command
+with PATH's code, alternating with ours in each round (its own analysis cache, so neither evicts the other's),
+and prints the per-round ratios ours/baseline of wall and CPU time (median and worst): on a busy machine the
+ratios mean more than the absolute times.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -23,23 +30,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.figures import load_average, verdict  # noqa: E402
+from bench.figures import load_average, ratios, verdict  # noqa: E402
 
 GENERATOR = ROOT / "tools" / "gen_synth_project.py"
 CLI = [sys.executable, "-m", "shift_left_dagster.cli"]
 
 
-def timed(command: list[str], before: Callable[[], None]) -> float:
-    """Seconds from start to exit of one process (its output read and dropped); a failure stops the bench."""
-    before()
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                          env={**{k: v for k, v in os.environ.items() if k != "SHIFT_LEFT_DAGSTER_CACHE"},
-                               "PYTHONPATH": str(ROOT)})
-    elapsed = time.perf_counter() - start
+def timed(command: list[str], before: Callable[[Path | None], None], code: Path = ROOT,
+          cache: Path | None = None) -> tuple[float, float]:
+    """(seconds from start to exit, CPU seconds) of one process running `code` (its output read and
+    dropped); a failure stops the bench. `cache`: the analysis cache folder (None: the project's own),
+    handed to `before`."""
+    before(cache)
+    environment = {k: v for k, v in os.environ.items() if k != "SHIFT_LEFT_DAGSTER_CACHE"}
+    environment["PYTHONPATH"] = str(code)
+    if cache is not None:
+        environment["SHIFT_LEFT_DAGSTER_CACHE"] = str(cache)
+    start, used = time.perf_counter(), _children_cpu()
+    done = subprocess.run(command, cwd=code, capture_output=True, text=True, env=environment)  # -m: cwd first
+    elapsed, cpu = time.perf_counter() - start, _children_cpu() - used
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
-    return elapsed
+    return elapsed, cpu
+
+
+def _children_cpu() -> float:
+    """CPU seconds of the processes this one waited for (and theirs: a cold scan's workers): what a busy
+    machine stretches least."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> int:
@@ -47,6 +66,7 @@ def main() -> int:
     parser.add_argument("--tables", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--out", default="bench/out/cli")
+    parser.add_argument("--baseline", type=Path, help="a checkout of other code to compare with, in pairs")
     args = parser.parse_args()
     out = ROOT / args.out
     if not (out / "pipelines").is_dir():
@@ -55,14 +75,18 @@ def main() -> int:
     big = out / "pipelines"
     cache = out / ".shift_left_dagster"  # the big project's analysis cache (beside pipelines/: project/inventory.py)
 
-    def nothing() -> None:
+    def baseline_cache_of(command: list[str]) -> Path:
+        """The baseline's cache, one per project (the cache file holds one project's analyses)."""
+        return out / "baseline-cache" / Path(command[-1]).parent.name
+
+    def nothing(_: Path | None) -> None:
         return None
 
-    def drop_cache() -> None:
-        shutil.rmtree(cache, ignore_errors=True)
+    def drop_cache(folder: Path | None) -> None:
+        shutil.rmtree(folder or cache, ignore_errors=True)
 
     sample = ROOT / "flink_project" / "pipelines"
-    cases: list[tuple[str, list[str], Callable[[], None], float]] = [
+    cases: list[tuple[str, list[str], Callable[[Path | None], None], float]] = [
         ("--help", [*CLI, "--help"], nothing, 0.5),
         ("--version", [*CLI, "--version"], nothing, 0.5),
         ("inventory sample", [*CLI, "inventory", str(sample)], nothing, 1.0),
@@ -71,15 +95,25 @@ def main() -> int:
     ]
     for _, command, before, _ in cases:  # warm-up: imports in the page cache, the caches written once
         timed(command, before)
+        if args.baseline:
+            timed(command, before, args.baseline, baseline_cache_of(command))
     print(f"before: {load_average()}")
-    times: dict[str, list[float]] = {name: [] for name, *_ in cases}
+    ours: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in cases}
+    theirs: dict[str, list[tuple[float, float]]] = {name: [] for name, *_ in cases}
     for _ in range(args.rounds):
         for name, command, before, _ in cases:
-            times[name].append(timed(command, before))
+            ours[name].append(timed(command, before))
+            if args.baseline:
+                theirs[name].append(timed(command, before, args.baseline, baseline_cache_of(command)))
     print(f"whole processes, {args.rounds} alternating rounds (median, worst); after: {load_average()}")
     for name, _, _, target in cases:
-        median, worst = statistics.median(times[name]), max(times[name])
-        print(f"{name:24} median {median:5.2f} s  worst {worst:5.2f} s  {verdict(median, target)}")
+        times, cpu = [t for t, _ in ours[name]], [c for _, c in ours[name]]
+        median, worst = statistics.median(times), max(times)
+        print(f"{name:24} median {median:5.2f} s  worst {worst:5.2f} s  (CPU median {statistics.median(cpu):5.2f} s)  "
+              f"{verdict(median, target)}")
+        if args.baseline:
+            print(f"{'':24} vs {args.baseline}: wall {ratios(times, [t for t, _ in theirs[name]])}; "
+                  f"CPU {ratios(cpu, [c for _, c in theirs[name]])}")
     return 0
 
 

@@ -23,6 +23,12 @@ def verdict(median: float, target: float) -> str:
     return f"median meets the target (<= {target})" if median <= target else f"MISSES the target (<= {target})"
 
 
+def ratios(ours: list[float], baseline: list[float]) -> str:
+    """Per-pair ratios ours/baseline of times taken in alternation: their median and worst."""
+    each = [mine / theirs for mine, theirs in zip(ours, baseline, strict=True)]
+    return f"ratio median {statistics.median(each):.2f}x, worst {max(each):.2f}x over {len(each)} pairs"
+
+
 def paired_ratio(name: str, ours: Callable[[], float], baseline: Callable[[], float], pairs: int,
                  target: float) -> float:
     """`pairs` alternating runs of each (ours first); prints the per-pair ratios' median and worst."""

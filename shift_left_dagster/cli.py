@@ -84,7 +84,8 @@ def report(
     write: Annotated[bool, typer.Option("--write", help="also write the table's pipeline_definition.json")] = False,
 ) -> None:
     """The hierarchy of one table: its parents recursively, its children."""
-    from shift_left_dagster.project.report import hierarchy, render, write_pipeline_definition
+    from shift_left_dagster.project.render import render
+    from shift_left_dagster.project.report import hierarchy, write_pipeline_definition
 
     graph = _graph(pipelines)
     typer.echo(render(hierarchy(graph, table, with_children=children), fmt))

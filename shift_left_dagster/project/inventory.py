@@ -3,7 +3,9 @@
 Parsing is the cost (about 1-3 ms a file with pure-Python sqlglot), so every
 file's analysis is cached by the hash of its content and of the analyser's own
 source: a cache entry can never be stale, and one changed file re-parses that
-file only. A cold scan parses on every core.
+file only. A cold scan parses on every core. The inventory last built is kept
+too, with the digest of every file it was built from: when none changed, a load
+reads that one file.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from importlib.metadata import version
 from multiprocessing import get_context
 from pathlib import Path
@@ -151,12 +154,33 @@ def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inven
     if not files:
         raise ProjectError([_no_tables(pipelines)])
     cache = AnalysisCache(root) if use_cache else None
-    analyses, failures = _analyse_all(root, files, cache)
+    keys, failures = _read_keys(root, files)
     deleted = deleted_in_git(pipelines) if any(f.ddl is None or f.dml is None for f in files) else set()
+    source = _source_digest(pipelines, files, keys, failures, deleted)
+    known = cache.inventory(source) if cache else None
+    if known is not None:  # every file as when it was last built: one file read, nothing assembled
+        return known
+    analyses = _analyse_all(root, keys, failures, cache)
     tables, broken = _assemble(files, analyses, failures, deleted)
     broken = exclude_broken({n: _source_of(t) for n, t in tables.items()}, broken)
     healthy = {n: t for n, t in sorted(tables.items()) if n not in {b.table for b in broken}}
-    return Inventory(root=root, pipelines=pipelines, tables=_with_changelog_state(healthy), broken=broken)
+    inventory = Inventory(root=root, pipelines=pipelines, tables=_with_changelog_state(healthy), broken=broken)
+    if cache is not None:
+        cache.save_inventory(source, inventory)
+    return inventory
+
+
+def _source_digest(pipelines: Path, files: list[TableFiles], keys: dict[str, str],
+                   failures: dict[str, ProjectProblem], deleted: set[str]) -> str:
+    """Everything an inventory is built from (with the code that builds it: analyser_version): the folder,
+    its table folders and files by content, the files that cannot be read, those git says were deleted."""
+    digest = hashlib.blake2b(str(pipelines).encode(), digest_size=16)
+    for entry in files:
+        digest.update(f"\0{entry.type}\0{entry.product}\0{entry.folder}\0{entry.ddl}\0{entry.dml}".encode())
+    digest.update(repr(sorted(keys.items())).encode())
+    digest.update(repr(sorted((p, str(f)) for p, f in failures.items())).encode())
+    digest.update(repr(sorted(deleted)).encode())
+    return digest.hexdigest()
 
 
 def _no_tables(pipelines: Path) -> str:
@@ -186,17 +210,15 @@ def _discover(pipelines: Path) -> list[TableFiles]:
     table is broken, see table_files). Stops descending at a table folder (its tests/ and other folders
     are never listed).
     """
-    root = str(pipelines.parent)
     found: list[TableFiles] = []
 
-    def visit(folder: str) -> None:
+    def visit(folder: str, relative: str) -> None:  # relative: to the project root, with "/"
         entries = sorted((e for e in os.scandir(folder) if e.is_dir()), key=lambda e: e.name)
         scripts = next((e for e in entries if e.name == "sql-scripts"), None)
         if scripts is None:
             for entry in entries:
-                visit(entry.path)
+                visit(entry.path, f"{relative}/{entry.name}")
             return
-        relative = os.path.relpath(folder, root).replace(os.sep, "/")
         parts = relative.split("/")[1:]  # below pipelines/
         files = TableFiles(type=FOLDER_TYPES.get(parts[0], parts[0]),
                            product=parts[1] if len(parts) >= 3 else "", folder=relative)
@@ -207,19 +229,22 @@ def _discover(pipelines: Path) -> list[TableFiles]:
                 files.dml = f"{relative}/sql-scripts/{name}"
         found.append(files)
 
-    visit(str(pipelines))
+    visit(str(pipelines), pipelines.name)
     return found
 
 
 # -- analysis with cache and processes --------------------------------------------------------
 
 
-ANALYSER = ("dialect.py", "parsing.py", "analysis.py", "facts.py", "inventory.py")  # beside this module
+# beside this module: the code that produces an analysis, and an inventory from analyses
+ANALYSER = ("dialect.py", "parsing.py", "analysis.py", "plain_ddl.py", "facts.py", "inventory.py", "problems.py",
+            "table_files.py")
 
 
 def analyser_version() -> str:
-    """Changes whenever the code that produces an analysis changes: cache keys include it. Read from the
-    sources and sqlglot's installed version, without importing the parser (a warm load never parses)."""
+    """Changes whenever the code that produces what the cache holds changes: a cache of another version is
+    never read. From the sources and sqlglot's installed version, without importing the parser (a warm load
+    never parses)."""
     digest = hashlib.blake2b(version("sqlglot").encode(), digest_size=12)
     for module in ANALYSER:
         digest.update(Path(__file__).with_name(module).read_bytes())
@@ -231,28 +256,60 @@ class CacheFile(BaseModel):
     entries: dict[str, FileAnalysis]
 
 
+class InventoryFile(BaseModel):
+    """The last inventory built, with the digest of what it was built from (`_source_digest`)."""
+
+    version: str
+    source: str
+    inventory: Inventory
+
+
 class AnalysisCache:
-    """content hash -> FileAnalysis, in one JSON file under the project root."""
+    """Two JSON files under the project root: content hash -> FileAnalysis (`analysis.json`: a changed
+    file re-parses that file only), and the last inventory built (`inventory.json`: a load whose files
+    are all unchanged reads that one file, and assembles nothing)."""
 
     def __init__(self, root: Path):
         base = os.environ.get("SHIFT_LEFT_DAGSTER_CACHE")
         self.path = Path(base) if base else root / ".shift_left_dagster" / "cache"
         self.file = self.path / "analysis.json"
+        self.inventory_file = self.path / "inventory.json"
         self.version = analyser_version()
-        self.entries: dict[str, FileAnalysis] = {}
+
+    @cached_property
+    def entries(self) -> dict[str, FileAnalysis]:
+        """The analyses of the files seen last (read only when some file changed)."""
         try:
             data = CacheFile.model_validate_json(self.file.read_bytes())
         except (OSError, ValueError):
-            return
-        if data.version == self.version:
-            self.entries = data.entries
+            return {}
+        return data.entries if data.version == self.version else {}
+
+    def inventory(self, source: str) -> Inventory | None:
+        """The inventory last built from exactly `source`, if it is the one stored."""
+        try:
+            data = InventoryFile.model_validate_json(self.inventory_file.read_bytes())
+        except (OSError, ValueError):
+            return None
+        return data.inventory if (data.version, data.source) == (self.version, source) else None
 
     def save(self, entries: dict[str, FileAnalysis]) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        temporary = self.file.with_suffix(f".{os.getpid()}.tmp")
         # defaults left out: a fifth of the bytes a warm load reads and parses
-        temporary.write_text(CacheFile(version=self.version, entries=entries).model_dump_json(exclude_defaults=True))
-        os.replace(temporary, self.file)  # atomic: a concurrent reader sees old or new, never half
+        self._write(self.file, CacheFile(version=self.version, entries=entries).model_dump_json(exclude_defaults=True))
+
+    def save_inventory(self, source: str, inventory: Inventory) -> None:
+        """Kept when the folder is writable: a project whose analyses are all cached loads read-only, as before."""
+        try:
+            self._write(self.inventory_file, InventoryFile(version=self.version, source=source, inventory=inventory)
+                        .model_dump_json(exclude_defaults=True))
+        except OSError:
+            pass
+
+    def _write(self, file: Path, text: str) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        temporary = file.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(text)
+        os.replace(temporary, file)  # atomic: a concurrent reader sees old or new, never half
 
 
 def _key(relative_path: str, content: bytes) -> str:
@@ -265,9 +322,13 @@ def analyse_file(relative_path: str, text: str) -> FileAnalysis:
     here, on the first file the cache lacks: a warm load never pays for it."""
     from shift_left_dagster.project.analysis import analyze_ddl, analyze_dml
     from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement, to_flink_sql
+    from shift_left_dagster.project.plain_ddl import read_plain_ddl
 
-    statement = parse_one_statement(text, relative_path)
     kind = os.path.basename(relative_path).split(".", 1)[0]
+    plain = read_plain_ddl(text) if kind == "ddl" else None  # the usual shape, without the parser
+    if plain is not None:
+        return FileAnalysis(ddl=plain[0], normalized_sql=plain[1])
+    statement = parse_one_statement(text, relative_path)
     try:
         ddl = analyze_ddl(statement) if kind == "ddl" else None
         dml = analyze_dml(statement) if kind != "ddl" else None
@@ -302,9 +363,8 @@ def _analyse_batch(root: str, batch: list[str]) -> list[Analysed]:
 PARALLEL_THRESHOLD = 64  # below this, starting processes costs more than it saves
 
 
-def _analyse_all(
-    root: Path, files: list[TableFiles], cache: AnalysisCache | None
-) -> tuple[dict[str, FileAnalysis], dict[str, ProjectProblem]]:
+def _read_keys(root: Path, files: list[TableFiles]) -> tuple[dict[str, str], dict[str, ProjectProblem]]:
+    """Each ddl/dml file's cache key (its content's hash), and the files that cannot be read."""
     failures: dict[str, ProjectProblem] = {}
     keys: dict[str, str] = {}
     base = str(root)
@@ -314,6 +374,13 @@ def _analyse_all(
                 keys[path] = _key(path, file.read())
         except OSError as error:  # e.g. a dangling symlink: this table only
             failures[path] = ProjectProblem(file=path, message=f"cannot read the file: {error}")
+    return keys, failures
+
+
+def _analyse_all(root: Path, keys: dict[str, str], failures: dict[str, ProjectProblem],
+                 cache: AnalysisCache | None) -> dict[str, FileAnalysis]:
+    """Each readable file's analysis: from the cache, else parsed; a file that does not parse goes into
+    `failures`."""
     paths = list(keys)
     known = cache.entries if cache else {}
     results: dict[str, FileAnalysis] = {p: known[keys[p]] for p in paths if keys[p] in known}
@@ -325,7 +392,7 @@ def _analyse_all(
             results[relative] = data
     if cache is not None and missing:
         cache.save({keys[p]: results[p] for p in paths if p in results})
-    return results, failures
+    return results
 
 
 def _run_batches(root: Path, paths: list[str]) -> list[Analysed]:

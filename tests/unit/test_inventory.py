@@ -137,6 +137,37 @@ def test_cache_reparses_only_changed_files_and_is_never_stale(sample, monkeypatc
     assert changed.tables["int_table_2"].code_version != warm.tables["int_table_2"].code_version
 
 
+def test_an_unchanged_project_loads_the_inventory_last_built_and_nothing_else(sample, monkeypatch):
+    """inventory.json: the whole inventory, read back as built (the analyses are not even read), and never
+    once a file changed."""
+    built = build_inventory(sample, strict=False)
+    assert built == build_inventory(sample, strict=False, use_cache=False)
+    cache = sample.parent / ".shift_left_dagster" / "cache"
+    (cache / "analysis.json").write_text("not read when nothing changed")
+    monkeypatch.setattr(inventory_module, "analyse_file", lambda path, text: pytest.fail(f"parsed {path}"))
+    assert build_inventory(sample, strict=False) == built
+    monkeypatch.undo()
+    dml = sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
+    dml.write_text("INSERT INTO int_table_2 SELECT * FROM src_table_1")
+    changed = build_inventory(sample, strict=False)
+    assert changed.tables["int_table_2"].tables_read == ["src_table_1"]
+    assert changed == build_inventory(sample, strict=False, use_cache=False)
+    dml.unlink()  # a file gone, no content changed: the folder's files are part of what was built from
+    assert "int_table_2" in {b.table for b in build_inventory(sample, strict=False).broken}
+
+
+def test_a_project_whose_analyses_are_cached_loads_where_nothing_can_be_written(sample, monkeypatch):
+    """Say a read-only image: the inventory is kept when possible, never required."""
+    built = build_inventory(sample, strict=False)
+    (sample.parent / ".shift_left_dagster" / "cache" / "inventory.json").unlink()
+
+    def read_only(self, file, text):
+        raise PermissionError(f"read-only: {file}")
+
+    monkeypatch.setattr(inventory_module.AnalysisCache, "_write", read_only)
+    assert build_inventory(sample, strict=False) == built
+
+
 def test_pipelines_env_var_selects_the_project(sample, monkeypatch, tmp_path):
     monkeypatch.setenv("PIPELINES", str(sample))
     monkeypatch.chdir(tmp_path)

@@ -73,6 +73,16 @@ def test_a_source_may_be_ddl_only_unless_git_says_its_dml_was_deleted(project: P
     assert reasons["src_table_3"].startswith(f"{SRC3_DML}:1: deleted, but git still tracks it")
 
 
+def test_a_deletion_git_forgets_is_seen_by_a_cached_load_too(project: Path) -> None:
+    """Only git's state changes (the working tree is the same): the inventory kept from the last load must
+    not be reused."""
+    (project / SRC3_DML).unlink()
+    assert "src_table_3" in {b.table for b in build_inventory(project / "pipelines", strict=False).broken}
+    git(project, "rm", "-q", "--cached", SRC3_DML)
+    git(project, "commit", "-qm", "src_table_3 is DDL-only now")
+    assert "src_table_3" in build_inventory(project / "pipelines", strict=False).tables
+
+
 def test_cli_inventory_strict_names_the_missing_file(project: Path) -> None:
     (project / INT2_DML).unlink()
     done = subprocess.run([sys.executable, "-m", "shift_left_dagster.cli", "inventory", str(project / "pipelines"),
