@@ -8,6 +8,7 @@ kind of statement a name is.
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
@@ -45,6 +46,7 @@ class LiveStatement(BaseModel):
     version: int = 1  # blue/green version (label)
     kind: StatementKind | None = None  # (label); None: not one of ours
     project: str | None = None  # (label); None: created before projects were labelled
+    created_at: datetime | None = None  # when the statement was created (a resume keeps it)
 
 
 class LiveState(BaseModel):
@@ -130,6 +132,7 @@ def live_state(client: ConfluentClient, *, with_tables: bool = True, project: st
             version=int(labels.get(VERSION_LABEL, "1")),
             kind=_kind(labels, s.name),
             project=labels.get(PROJECT_LABEL),
+            created_at=s.metadata.created_at if s.metadata else None,
         )
     tables = None
     if with_tables:
