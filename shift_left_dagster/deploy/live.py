@@ -76,8 +76,14 @@ class LiveState(BaseModel):
         return {table: sorted(found) for table, found in versions.items()}
 
     def serving_versions(self) -> dict[str, int]:
-        """The version that serves: the oldest deployed (a candidate runs beside it until promoted)."""
-        return {table: found[0] for table, found in self.dml_versions().items()}
+        """The version that serves: the oldest deployed (a candidate runs beside it until promoted); for a table
+        whose DML statements all failed, the newest of them (a promoted version whose statement failed is
+        still the one its readers read: a redeploy repairs that version, never a version 1 beside it)."""
+        failed: dict[str, int] = {}
+        for statement in self.statements.values():
+            if statement.kind == StatementKind.DML and statement.table and statement.phase in FAILED_PHASES:
+                failed[statement.table] = max(failed.get(statement.table, 0), statement.version)
+        return {**failed, **{table: found[0] for table, found in self.dml_versions().items()}}
 
     def candidate_versions(self) -> dict[str, int]:
         """Versions deployed beside the serving one and not promoted yet."""
@@ -92,6 +98,7 @@ class LiveState(BaseModel):
 
 
 DEPLOYED_PHASES = LIVE_PHASES | {"STOPPED", "STOPPING", "COMPLETED"}
+FAILED_PHASES = frozenset({"FAILED", "FAILING"})
 
 
 def physical_names(versions: dict[str, int]) -> dict[str, str]:

@@ -316,3 +316,17 @@ def test_issue_31_a_child_whose_parent_was_recreated_under_it_is_recreated(graph
                     "int_c360_purchase_items", LATE)
     assert build_plan(graph, ["src_c360_purchases"], sound).changes == []
     assert build_plan(graph, ["int_c360_purchase_items"], sound).changes == []
+
+
+def test_issue_31_a_promoted_version_left_failed_is_repaired_as_that_version(graph):
+    """After a promotion only version 2 of int_c360_purchase_items exists, and its statement FAILED (a killed
+    redeploy of its parent): it still serves, so deploying the parent redeploys version 2, not a version 1."""
+    live = running(graph, C360)
+    name = statement_name("dev", "c360", "dml", "int_c360_purchase_items")
+    failed = live.statements.pop(name).model_copy(update={
+        "name": name + "-v2", "version": 2, "phase": "FAILED"})
+    live.statements[failed.name] = failed
+    assert live.serving_versions()["int_c360_purchase_items"] == 2
+    plan = build_plan(graph, ["src_c360_purchases"], live, PlanOptions(versions=live.serving_versions()))
+    step = plan.step_for("int_c360_purchase_items")
+    assert step.action == Action.DEPLOY and step.physical_table == "int_c360_purchase_items_v2", render_plan(plan)
