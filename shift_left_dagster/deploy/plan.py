@@ -301,6 +301,8 @@ class Planner:
         if recreated:
             return Action.RECREATE, self.recreated_reason(table, recreated)
         note = "" if self.unchanged(table) else " (its code changed: select it to redeploy)"
+        if state == TableState.STOPPED and table in self.options.exclude:
+            return Action.SKIP, "ancestor stopped, excluded here: left stopped (resume it where it is selected)"
         if state == TableState.STOPPED:
             return Action.RESUME, f"ancestor stopped: resumed from its latest offsets{note}"
         return Action.SKIP, f"ancestor already {state.value}{note}"

@@ -330,3 +330,14 @@ def test_issue_31_a_promoted_version_left_failed_is_repaired_as_that_version(gra
     plan = build_plan(graph, ["src_c360_purchases"], live, PlanOptions(versions=live.serving_versions()))
     step = plan.step_for("int_c360_purchase_items")
     assert step.action == Action.DEPLOY and step.physical_table == "int_c360_purchase_items_v2", render_plan(plan)
+
+
+def test_a_stopped_excluded_ancestor_is_left_stopped(graph):
+    """bench_model --seed 3300, round 1: a deploy excluding the sources (an asset's `exclude`) resumed a stopped
+    source it excludes. An excluded table is never acted on: left stopped, the plan says so."""
+    tables = ["src_c360_purchases", "int_c360_purchase_items"]
+    live = running(graph, tables, phases={"src_c360_purchases": "STOPPED"})
+    plan = build_plan(graph, ["fct_c360_item_sales"], live, PlanOptions(exclude=["src_c360_purchases"]))
+    assert actions(plan)["src_c360_purchases"] == Action.SKIP, render_plan(plan)
+    assert "excluded" in plan.step_for("src_c360_purchases").reason
+    assert actions(build_plan(graph, ["fct_c360_item_sales"], live))["src_c360_purchases"] == Action.RESUME
