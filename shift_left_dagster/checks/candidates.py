@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame
 
 from shift_left_dagster.checks.catch_up import total
 from shift_left_dagster.checks.data_tests import discover
-from shift_left_dagster.checks.models import CheckName, CheckOutcome, ChecksSettings
+from shift_left_dagster.checks.models import CheckName, CheckOutcome, ChecksSettings, Severity
 from shift_left_dagster.checks.readers import SinkReader
 from shift_left_dagster.checks.runner import find_dml_statements, run_checks
 from shift_left_dagster.confluent.client import ConfluentClient
@@ -60,7 +60,8 @@ def verify_candidates(
     require_same_keys: bool = False,
 ) -> CandidateReport:
     """Checks and data tests of every candidate version (as deployed), and its keys by `key_rules` against the
-    serving version's. A failed data test declared `warn` is reported, never a problem."""
+    serving version's. A failed check or data test of severity warn (e.g. nothing compared: a filter that
+    dropped every record read) is a note, never a problem."""
     live = live_state(client, with_tables=False)
     candidates = {t: v for t, v in live.candidate_versions().items() if t in graph.tables}
     serving = live.serving_versions()
@@ -72,8 +73,11 @@ def verify_candidates(
     serving_statements = find_dml_statements(client, tables, environment, old)
     report.outcomes = run_checks(tables, reader, statements, settings or ChecksSettings(), physical=physical,
                                  data_tests=discover(graph.inventory.root, graph.tables))
-    report.problems += [f"{o.table} v{candidates[o.table]}: {o.check} failed: {o.message}"
-                        for o in report.outcomes if not o.passed and (o.blocking or o.check in set(CheckName))]
+    failed = [o for o in report.outcomes if not o.passed]
+    report.problems += [f"{o.table} v{candidates[o.table]}: {o.check} failed: {o.message}" for o in failed
+                        if o.blocking or (o.check in set(CheckName) and o.severity == Severity.ERROR)]
+    report.notes += [f"{o.table} v{candidates[o.table]}: {o.check} warns: {o.message}" for o in failed
+                     if o.severity == Severity.WARN]
     for table in tables:
         new, was = statements.get(table.name), serving_statements.get(table.name)
         if not table.primary_key or new is None:
