@@ -1,12 +1,13 @@
 """The model-based test of the deployment core, run long: many more random sequences than CI's seeds.
 
     python bench/bench_model.py [--examples 100] [--steps 20] [--rounds 1] [--check-every 1]
-                                [--no-shrink]
+                                [--seed 2500] [--first-round 0] [--no-shrink]
 
 Each round is one pytest run of the model with its own hypothesis seed (round 0 is CI's fixed seed
 set); a round stops at its first counterexample, shrunk, so more rounds find more of them. Prints, per
 round and in total, the sequences and operations run (by kind) and every counterexample found (its
-failing assertion and the shrunk steps). `--check-every 1` (the default here) runs the checks after
+failing assertion and every operation of the sequence as found, then as shrunk, and where pytest's whole
+output is kept). `--check-every 1` (the default here) runs the checks after
 every operation.
 Each sequence starts a fresh local service on the one Spark session; expect ~10-30 s a sequence.
 """
@@ -19,6 +20,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from pathlib import Path
@@ -49,11 +51,29 @@ def one_round(number: int, args: argparse.Namespace) -> tuple[int, int, Counter[
         kinds = Counter(ast.literal_eval(summary.group(3)))
     if run.returncode == 0:
         return sequences, operations, kinds, None, seconds
-    noise = ("state.checks_agree_with_the_oracle()", "state.deployed_tables_have_their_statement()")
-    lines = [line[1:].strip() for line in out.splitlines() if line.startswith("E ")]
-    failing = [line for line in lines if not line.startswith("state") and "Falsifying" not in line][:6]
-    steps = [line for line in lines if line.startswith("state") and not line.endswith(noise)]
-    return sequences, operations, kinds, "\n".join(failing + steps) or out[-3000:], seconds
+    log = Path(tempfile.gettempdir()) / f"bench_model-seed{args.seed}-round{number}.log"
+    log.write_text(out)
+    return sequences, operations, kinds, counterexample(out) + f"\n(pytest's whole output: {log})", seconds
+
+
+def counterexample(out: str) -> str:
+    """The failure as the model printed it (`report`: the failing assertion, then every operation of the
+    sequence): the first sequence that failed, as found, and the last one (hypothesis' shrunk replay) when it
+    differs; then the errors pytest shows, exception groups included (a flaky failure is one: hypothesis then
+    prints no steps of its own)."""
+    blocks = [block.strip() for block in re.findall(r"^(model counterexample: .*?)(?=^(?!model step |    )|\Z)",
+                                                    out, re.MULTILINE | re.DOTALL)]
+    shown = [f"found:\n{blocks[0]}"] if blocks else ["the model printed no counterexample of its own"]
+    if len(blocks) > 1 and blocks[-1] != blocks[0]:
+        shown.append(f"last replay (shrunk):\n{blocks[-1]}")
+    errors = [line for line in dict.fromkeys(
+        re.sub(r"^(E |\s*\|)\s*", "", line) for line in out.splitlines() if re.match(r"^(E |\s*\|)", line))
+        if ERROR.match(line)]
+    shown.append("pytest's errors:\n" + "\n".join(error[:2000] for error in errors[:12]))
+    return "\n".join(shown)
+
+
+ERROR = re.compile(r"^([\w.]*(Error|Exception|Failure|Failed|Unhealthy|Refused|Busy|Definition)\b|assert )")
 
 
 def main() -> int:
@@ -62,13 +82,15 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=1, help="pytest runs, each with its own seed")
     parser.add_argument("--seed", type=int, default=2500, help="round n (n > 0) runs with seed + n")
+    parser.add_argument("--first-round", type=int, default=0,
+                        help="the first round's number: e.g. --seed 3300 --first-round 1 --rounds 1 runs round 1 only")
     parser.add_argument("--no-shrink", action="store_true", help="print counterexamples unshrunk (faster)")
     parser.add_argument("--check-every", type=int, default=1, help="run the checks after every n-th operation")
     args = parser.parse_args()
     total_sequences, total_operations, total_kinds = 0, 0, Counter[str]()
     counterexamples: list[str] = []
     started = time.monotonic()
-    for number in range(args.rounds):
+    for number in range(args.first_round, args.first_round + args.rounds):
         sequences, operations, kinds, counterexample, seconds = one_round(number, args)
         total_sequences += sequences
         total_operations += operations

@@ -11,10 +11,12 @@ import shutil
 import subprocess
 import sys
 from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -127,7 +129,7 @@ def _run(deployment) -> None:  # noqa: ANN001 - a Deployment
         raise SystemExit(1) from None
 
 
-def _fail(error: Exception, code: int = 2) -> None:
+def _fail(error: Exception, code: int = 2) -> NoReturn:
     typer.echo(f"error: {error}", err=True)
     raise SystemExit(code) from None
 
@@ -452,33 +454,74 @@ def changes(
         typer.echo("no Flink SQL change")
 
 
+SinkPathOption = Annotated[Optional[str], typer.Option(
+    "--sink-path", help="read sinks from landed files instead: a path template with {table}")]
+SinkFormatOption = Annotated[str, typer.Option("--sink-format", help="format of --sink-path")]
+
+
+@contextmanager
+def _sink_reader(url: str | None, target_url: str, data_dir: Path | None, sink_path: str | None, sink_format: str,
+                 what: str) -> Iterator[Any]:
+    """The sink reader checks read with (`check`, `promote`'s verification), on the checks' Spark (the
+    local service's, through the Spark Connect server it offers: no JVM here): landed files (`sink_path`);
+    else the local service's storage, in local mode or when the configured target (`target_url`, a Flink API
+    key set) is a local service; else exit 2 in one line: Confluent Cloud's sinks are read from files."""
+    from shift_left_dagster.checks import SinkConfig, open_reader
+    from shift_left_dagster.checks.session import checks_session, end_session
+    from shift_left_dagster.deploy.target import local_data_dir, resolve_mode
+    from shift_left_dagster.local.health import probe
+
+    service_dir = None
+    if sink_path is None and resolve_mode("auto", os.environ) == "local":
+        service_dir = local_data_dir(url, str(data_dir) if data_dir else None)
+    elif sink_path is None:
+        answering = probe(target_url, timeout=10.0)
+        if answering is None:
+            _fail(ValueError(f"{what} reads the tables' sinks: the configured target {target_url} is not a local "
+                             "service (a Flink API key is set: Confluent Cloud), whose sinks are read from the files "
+                             "teams land topics in: pass --sink-path (a path template with {table})"))
+        service_dir = str(data_dir) if data_dir else answering.data_dir
+    sink = SinkConfig(kind="files", path_template=sink_path, format=sink_format) if sink_path else SinkConfig(
+        data_dir=service_dir)
+    spark = checks_session(service_dir)  # the local service's Spark when it offers it
+    try:
+        try:
+            reader = open_reader(sink, spark)
+        except ValueError as error:  # no local data there, or a path template without {table}
+            _fail(error)
+        try:
+            yield reader
+        finally:
+            reader.close()
+    finally:
+        end_session(spark)
+
+
 @app.command()
 def promote(
     tables: Annotated[Optional[list[str]], typer.Argument(help="tables (default: every candidate)")] = None,
     pipelines: PipelinesOption = None,
     config: ConfigOption = None,
-    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="check the candidates first (local)")] = True,
+    verify: Annotated[bool, typer.Option("--verify/--no-verify", help="check the candidates first")] = True,
+    sink_path: SinkPathOption = None,
+    sink_format: SinkFormatOption = "parquet",
+    require_same_keys: Annotated[bool, typer.Option(
+        "--require-same-keys", help="also refuse keys only the serving version holds (history before the "
+                                    "reprocess's start, which its consent gave up)")] = False,
 ) -> None:
-    """Blue/green: verify the candidates (checks pass, same keys), then they serve; the old versions'
-    statements stop and go (their tables are kept)."""
+    """Blue/green: verify the candidates (checks pass, their keys right for where they start reading), then
+    they serve; the old versions' statements stop and go (their tables are kept)."""
     from shift_left_dagster.checks.candidates import verify_candidates
-    from shift_left_dagster.checks.readers import SinkConfig, open_reader
-    from shift_left_dagster.deploy.target import local_data_dir, resolve_mode
-    from shift_left_dagster.local.spark import get_spark
 
     deployer = _deployer(pipelines, config)
     target, client = deployer.config, deployer.client
-    if verify and resolve_mode("auto", os.environ) == "cloud":
-        typer.echo("error: the CLI verifies candidates on the local service only; use the promote_flink_versions "
-                   "job (with the checks resource's sink settings) or --no-verify", err=True)
-        raise SystemExit(2)
     if verify:
-        sink = SinkConfig(kind="local", data_dir=local_data_dir(target.flink_base_url, None))
-        reader = open_reader(sink, get_spark())
-        try:
-            report = verify_candidates(client, deployer.graph, target.env_name, reader)
-        finally:
-            reader.close()
+        with _sink_reader(target.flink_base_url, target.flink_base_url, None, sink_path, sink_format,
+                          "promote's verification (--no-verify skips it)") as reader:
+            report = verify_candidates(client, deployer.graph, target.env_name, reader,
+                                       require_same_keys=require_same_keys)
+        for note in report.notes:
+            typer.echo(f"note: {note}")
         if report.problems:
             typer.echo("not promoted:\n  " + "\n  ".join(report.problems), err=True)
             raise SystemExit(1)
@@ -503,48 +546,28 @@ def check(
     url: Annotated[Optional[str], typer.Option("--url", help="a local service already running")] = None,
     data_dir: Annotated[Optional[Path], typer.Option(
         "--data-dir", help="the local service's data dir (default: the running service's)")] = None,
-    sink_path: Annotated[Optional[str], typer.Option(
-        "--sink-path", help="read sinks from landed files instead: a path template with {table}")] = None,
-    sink_format: Annotated[str, typer.Option("--sink-format", help="format of --sink-path")] = "parquet",
+    sink_path: SinkPathOption = None,
+    sink_format: SinkFormatOption = "parquet",
     as_json: Annotated[bool, typer.Option("--json", help="print the outcomes as JSON")] = False,
 ) -> None:
     """The asset checks of TABLE... (unique key, reconciliation, schema, statement, and the data tests in
     each table's checks/ folder) computed with Spark on the sink data; exit 1 when a check fails."""
-    from shift_left_dagster.checks import ChecksSettings, SinkConfig, find_dml_statements, open_reader, run_checks
+    from shift_left_dagster.checks import ChecksSettings, find_dml_statements, run_checks
     from shift_left_dagster.checks.data_tests import discover
-    from shift_left_dagster.checks.session import checks_session, end_session
     from shift_left_dagster.deploy.live import live_state, physical_names
-    from shift_left_dagster.deploy.target import connect, local_data_dir, resolve_mode, target_config
+    from shift_left_dagster.deploy.target import connect, target_config
 
     graph = _graph(pipelines)
     for table in tables:
         graph.require(table)
-    if sink_path is None and resolve_mode("auto", os.environ) == "cloud":
-        raise typer.BadParameter("Confluent Cloud sinks are read from landed files: pass --sink-path",
-                                 param_hint="--sink-path")
     target = target_config(config, local_url=url, local_data_dir=str(data_dir) if data_dir else None)
     client = connect(target)
     chosen = [graph.tables[t] for t in tables]
-    physical = physical_names(live_state(client, with_tables=False).serving_versions())
-    local = resolve_mode("auto", os.environ) == "local"
-    service_dir = local_data_dir(url, str(data_dir) if data_dir else None) if local else None
-    sink = SinkConfig(kind="files", path_template=sink_path, format=sink_format) if sink_path else SinkConfig(
-        data_dir=service_dir)
-    spark = checks_session(service_dir)  # the local service's Spark when it offers it: no JVM here
-    try:
-        try:
-            reader = open_reader(sink, spark)
-        except ValueError as error:  # no local data there, or a path template without {table}
-            typer.echo(f"error: {error}", err=True)
-            raise SystemExit(2) from None
-        try:
-            outcomes = run_checks(chosen, reader, find_dml_statements(client, chosen, target.env_name, physical),
-                                  ChecksSettings(), physical=physical, data_tests=discover(graph.inventory.root,
-                                                                                         graph.tables))
-        finally:
-            reader.close()
-    finally:
-        end_session(spark)
+    with _sink_reader(url, target.flink_base_url, data_dir, sink_path, sink_format, "check") as reader:
+        physical = physical_names(live_state(client, with_tables=False).serving_versions())
+        outcomes = run_checks(chosen, reader, find_dml_statements(client, chosen, target.env_name, physical),
+                              ChecksSettings(), physical=physical, data_tests=discover(graph.inventory.root,
+                                                                                     graph.tables))
     if as_json:
         typer.echo(json.dumps([o.model_dump(mode="json") for o in outcomes], indent=1))
     else:

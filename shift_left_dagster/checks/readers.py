@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import datetime
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from shift_left_dagster.confluent.models import Statement
+from shift_left_dagster.local.catalog import INSERT, OP, ROWTIME, UPDATE_AFTER
 from shift_left_dagster.local.reader import LocalData, LocalDataError
 from shift_left_dagster.local.settings import resolve_data_dir
 from shift_left_dagster.local.spark import without_codegen
@@ -64,6 +66,11 @@ class SinkReader(Protocol):
         """The rows `statement` should have written into `sink` (the table's deployed name), typed as
         the table's stored columns."""
 
+    def written_keys(self, table: str, key: list[str], since: datetime | None = None) -> DataFrame | None:
+        """The distinct `key` values of every record ever written into `table` (deleted since or not), only
+        those whose record time is at or after `since` when given; None when the reader can not tell (landed
+        files hold current rows, no record times)."""
+
     def lag(self, statement: Statement) -> dict[str, int] | None:
         """Records per source the statement has not read yet (None: unknown)."""
 
@@ -103,6 +110,12 @@ class LocalSinkReader:
     def expected(self, table: FlinkTable, sink: str, statement: Statement) -> DataFrame:
         return self.data.expected_rows(statement.name, statement.spec.statement or "", statement.spec.properties,
                                        sink)
+
+    def written_keys(self, table: str, key: list[str], since: datetime | None = None) -> DataFrame | None:
+        records = self.data.logs.read(self.data.table(table)).where(F.col(f"`{OP}`").isin(INSERT, UPDATE_AFTER))
+        if since is not None:
+            records = records.where(F.col(f"`{ROWTIME}`") >= F.lit(since))
+        return records.select(*[F.col(f"`{k}`") for k in key]).distinct()
 
     def lag(self, statement: Statement) -> dict[str, int] | None:
         return self.data.lag(statement.name)
@@ -199,6 +212,9 @@ class FilesSinkReader:
         newest = matched.agg(F.max(HIDDEN_ROWTIME).alias("newest")).collect()[0]["newest"]
         return expected.where(F.col(HIDDEN_ROWTIME) <= F.lit(newest)).drop(HIDDEN_ROWTIME) if newest is not None \
             else expected.limit(0).drop(HIDDEN_ROWTIME)
+
+    def written_keys(self, table: str, key: list[str], since: datetime | None = None) -> DataFrame | None:
+        return None
 
     def lag(self, statement: Statement) -> dict[str, int] | None:
         return None

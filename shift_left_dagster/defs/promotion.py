@@ -1,7 +1,8 @@
 """Promotion and rollback of blue/green versions, as Dagster jobs (the same code as the CLI).
 
-Promotion first verifies the candidates (their checks pass, their keys match the
-serving version's) and promotes nothing when a problem is found.
+Promotion first verifies the candidates (their checks pass, their keys are right for where they start
+reading: checks/candidates.py) on the checks' Spark (the local service's, through the Spark Connect
+server it offers, when it is the target) and promotes nothing when a problem is found.
 """
 
 from dagster import AssetKey, AssetMaterialization, Config, Failure, JobDefinition, OpExecutionContext, job, op
@@ -18,7 +19,7 @@ from shift_left_dagster.deploy.steps import Action, RetireStep, TableStep
 class PromoteConfig(Config):
     tables: list[str] = []  # empty: every candidate version
     verify: bool = True
-    require_same_keys: bool = True
+    require_same_keys: bool = False  # also refuse keys only the serving version holds (history before the start)
 
 
 class RollbackConfig(Config):
@@ -53,13 +54,16 @@ def promotion_jobs(project: FlinkProject) -> list[JobDefinition]:
         """Candidates serve; the old versions' statements stop and are removed (their tables are kept)."""
         client = confluent.get_client()
         if config.verify:
-            reader = open_reader(checks.sink_config(confluent), spark.get_session())
+            reader = open_reader(checks.sink_config(confluent), spark.get_session(
+                confluent.get_local_data_dir() if confluent.is_local else None))
             try:
                 report = verify_candidates(client, project.graph, confluent.get_config().env_name, reader,
                                            checks.settings(), config.require_same_keys)
             finally:
                 reader.close()
-            context.log.info(f"candidates {report.candidates}; key differences {report.key_differences}")
+            context.log.info(f"candidates {report.candidates}; keys {report.key_differences}")
+            for note in report.notes:
+                context.log.warning(note)
             if report.problems:
                 raise Failure(description="not promoted: " + "; ".join(report.problems))
         with lease_busy_fails_the_run():

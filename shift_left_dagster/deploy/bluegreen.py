@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from shift_left_dagster.deploy.changes import Category, TableChange
 from shift_left_dagster.deploy.live import DEPLOYED_PHASES, LiveState, StatementKind
 from shift_left_dagster.deploy.naming import statement_name, versioned_name
-from shift_left_dagster.deploy.plan import DeploymentPlan, PlanError, Planner, PlanOptions, finish
+from shift_left_dagster.deploy.plan import Decision, DeploymentPlan, PlanError, Planner, PlanOptions, finish
 from shift_left_dagster.deploy.rewrite import rename_tables
 from shift_left_dagster.deploy.steps import Action, PlanKind, PlanStep, RetireStep
 from shift_left_dagster.deploy.undeploy import undeploy_plan
@@ -111,8 +111,9 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
     planner = Planner(graph, live, options)
     # A change someone already deployed (its serving statement runs the committed code) is done: a new
     # version or an in-place swap of the same code would redo it (an added column would be added twice).
-    changes = [c for c in changes
-               if not (c.table in graph.tables and c.table in serving and planner.unchanged(c.table))]
+    done = sorted({c.table for c in changes if c.table in graph.tables and c.table in serving
+                   and planner.unchanged(c.table)})
+    changes = [c for c in changes if c.table not in done]
     wanted = plan_blue_green(graph, changes, serving)
     deployed = {v.table for v in wanted.versions if v.table in serving}
     candidates = live.candidate_versions()
@@ -139,6 +140,7 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
         for table in graph.sorted_subset(list(decisions)):
             if table not in {s.table for s in steps}:
                 steps.append(planner.table_step(table, *decisions[table]))
+    steps += _repairs(graph, planner, done, {s.table for s in steps if s.table})
     plan = finish(planner, PlanKind.COMMIT, wanted.selection, _ordered(graph, steps))
     if not wanted.removed:
         return plan
@@ -148,6 +150,15 @@ def commit_plan(graph: ProjectGraph, changes: list[TableChange], live: LiveState
     tail = [s.model_copy(update={"index": first + i, "depends_on": [first + i - 1] if first + i else []})
             for i, s in enumerate(removal)]
     return plan.model_copy(update={"steps": [*plan.steps, *tail]})
+
+
+def _repairs(graph: ProjectGraph, planner: Planner, done: list[str], planned: set[str]) -> list[PlanStep]:
+    """What a deployment of the `done` tables (already running the committed code) stopped half way left
+    behind, planned as a deploy of them would: a child FAILED, or one whose parent was recreated under it."""
+    decisions: dict[str, Decision] = {table: (Action.SKIP, "runs the committed code") for table in done}
+    planner.follow_children(decisions, set(done))
+    return [planner.table_step(table, *decisions[table]) for table in graph.sorted_subset(list(decisions))
+            if table not in done and table not in planned]
 
 
 def _in_place_step(graph: ProjectGraph, planner: Planner, change: InPlaceChange, version: int) -> PlanStep:

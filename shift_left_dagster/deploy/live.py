@@ -8,6 +8,7 @@ kind of statement a name is.
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import datetime
 from enum import StrEnum
 
 from pydantic import BaseModel, Field
@@ -45,6 +46,7 @@ class LiveStatement(BaseModel):
     version: int = 1  # blue/green version (label)
     kind: StatementKind | None = None  # (label); None: not one of ours
     project: str | None = None  # (label); None: created before projects were labelled
+    created_at: datetime | None = None  # when the statement was created (a resume keeps it)
 
 
 class LiveState(BaseModel):
@@ -74,8 +76,14 @@ class LiveState(BaseModel):
         return {table: sorted(found) for table, found in versions.items()}
 
     def serving_versions(self) -> dict[str, int]:
-        """The version that serves: the oldest deployed (a candidate runs beside it until promoted)."""
-        return {table: found[0] for table, found in self.dml_versions().items()}
+        """The version that serves: the oldest deployed (a candidate runs beside it until promoted); for a table
+        whose DML statements all failed, the newest of them (a promoted version whose statement failed is
+        still the one its readers read: a redeploy repairs that version, never a version 1 beside it)."""
+        failed: dict[str, int] = {}
+        for statement in self.statements.values():
+            if statement.kind == StatementKind.DML and statement.table and statement.phase in FAILED_PHASES:
+                failed[statement.table] = max(failed.get(statement.table, 0), statement.version)
+        return {**failed, **{table: found[0] for table, found in self.dml_versions().items()}}
 
     def candidate_versions(self) -> dict[str, int]:
         """Versions deployed beside the serving one and not promoted yet."""
@@ -90,6 +98,7 @@ class LiveState(BaseModel):
 
 
 DEPLOYED_PHASES = LIVE_PHASES | {"STOPPED", "STOPPING", "COMPLETED"}
+FAILED_PHASES = frozenset({"FAILED", "FAILING"})
 
 
 def physical_names(versions: dict[str, int]) -> dict[str, str]:
@@ -130,6 +139,7 @@ def live_state(client: ConfluentClient, *, with_tables: bool = True, project: st
             version=int(labels.get(VERSION_LABEL, "1")),
             kind=_kind(labels, s.name),
             project=labels.get(PROJECT_LABEL),
+            created_at=s.metadata.created_at if s.metadata else None,
         )
     tables = None
     if with_tables:

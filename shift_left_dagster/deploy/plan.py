@@ -226,28 +226,70 @@ class Planner:
         scope = wanted | {a for target in targets for a in self.graph.ancestors(target)}
         for table in self.graph.sorted_subset(scope):
             recreated = [p for p in self.graph.parents[table] if decisions.get(p, (None,))[0] in RECREATING]
+            recreated += [p for p in self.recreated_under(table) if p not in recreated]
             decide = self.target_action if table in wanted else self.ancestor_action
             decisions[table] = decide(table, recreated)
-        self.follow_children(decisions)
+        self.follow_children(decisions, wanted)
         return decisions
 
-    def follow_children(self, decisions: dict[str, Decision]) -> None:
-        """Every deployed descendant of a recreated table is recreated (its topic, from earliest)."""
-        queue = deque(t for t in self.graph.sorted_subset(list(decisions)) if decisions[t][0] in RECREATING)
+    def follow_children(self, decisions: dict[str, Decision], targets: set[str]) -> None:
+        """Every deployed descendant of a recreated table is recreated (its topic, from earliest). A target's
+        child that a deployment stopped half way left behind (its statement FAILED, or its parent recreated
+        under it) is repaired by the same rule: the redeploy converges where the stopped one would have."""
+        queue = deque(t for t in self.graph.sorted_subset(list(decisions))
+                      if decisions[t][0] in RECREATING or t in targets)
         while queue:
             parent = queue.popleft()
             for child in self.graph.children[parent]:
                 if child in decisions:
                     continue
-                state = self.state(child)
-                if state.deployed:
-                    decisions[child] = (Action.RECREATE, f"reads {parent}, whose topic is recreated: "
-                                                         "table recreated, reprocessed from earliest")
-                elif self.options.may_start_children:
-                    decisions[child] = (Action.DEPLOY, f"may-start-children: {state.value}, deployed after {parent}")
-                else:
-                    continue
-                queue.append(child)
+                decision = self.child_action(child, parent, decisions[parent][0] in RECREATING)
+                if decision is not None:
+                    decisions[child] = decision
+                    queue.append(child)
+
+    def child_action(self, child: str, parent: str, parent_recreated: bool) -> Decision | None:
+        """What a plan deploying `parent` does to `child` (None: nothing, the child is not in the plan)."""
+        state = self.state(child)
+        if parent_recreated and state.deployed:
+            return Action.RECREATE, (f"reads {parent}, whose topic is recreated: table recreated, reprocessed "
+                                     "from earliest")
+        if parent_recreated and self.options.may_start_children:
+            return Action.DEPLOY, f"may-start-children: {state.value}, deployed after {parent}"
+        if parent_recreated:
+            return None
+        if state == TableState.FAILED:
+            return Action.DEPLOY, (f"reads {parent}; its statement FAILED (a deployment stopped before redeploying "
+                                   "it?): redeployed, from earliest")
+        if state.deployed and parent in self.recreated_under(child):
+            return Action.RECREATE, self.recreated_reason(child, [parent])
+        return None
+
+    def recreated_under(self, table: str) -> list[str]:
+        """Parents whose table was created after `table`'s statement (a deployment recreated the parent, then
+        stopped before recreating this child): the statement reads a topic its offsets, and its sink's rows,
+        do not come from, so it is recreated from earliest like any child of a recreated topic."""
+        _, dml = self.names(table)
+        statement = self.live.statements.get(dml) if dml else None
+        if statement is None or statement.created_at is None:
+            return []
+        under = []
+        for parent in self.graph.parents[table]:
+            parent_ddl = self.live.statements.get(self.names(parent)[0])
+            if parent_ddl is not None and parent_ddl.created_at is not None \
+                    and parent_ddl.created_at > statement.created_at:
+                under.append(parent)
+        return under
+
+    def recreated_reason(self, table: str, recreated: list[str]) -> str:
+        """Why `table`, reading the `recreated` parents, is recreated: by this plan, or under its statement."""
+        under = set(self.recreated_under(table))
+        now = [p for p in recreated if p not in under]
+        said = [f"reads {', '.join(now)}, whose topic is recreated"] if now else []
+        if under & set(recreated):
+            said.append(f"reads {', '.join(p for p in recreated if p in under)}, recreated under its statement "
+                        "(a deployment stopped before recreating it): table recreated, reprocessed from earliest")
+        return "; ".join(said)
 
     def ancestor_action(self, table: str, recreated: list[str]) -> Decision:
         info = self.graph.tables[table]
@@ -257,8 +299,10 @@ class Planner:
         if not state.deployed:
             return Action.DEPLOY, f"ancestor {state.value}: deployed before its children"
         if recreated:
-            return Action.RECREATE, f"reads {', '.join(recreated)}, whose topic is recreated"
+            return Action.RECREATE, self.recreated_reason(table, recreated)
         note = "" if self.unchanged(table) else " (its code changed: select it to redeploy)"
+        if state == TableState.STOPPED and table in self.options.exclude:
+            return Action.SKIP, "ancestor stopped, excluded here: left stopped (resume it where it is selected)"
         if state == TableState.STOPPED:
             return Action.RESUME, f"ancestor stopped: resumed from its latest offsets{note}"
         return Action.SKIP, f"ancestor already {state.value}{note}"
@@ -271,7 +315,7 @@ class Planner:
         if not state.deployed:
             return Action.DEPLOY, state.value if state == TableState.MISSING else "its statement FAILED: redeployed"
         if recreated:
-            return Action.RECREATE, f"reads {', '.join(recreated)}, whose topic is recreated"
+            return Action.RECREATE, self.recreated_reason(table, recreated)
         if state == TableState.STOPPED:
             if unchanged:
                 return Action.RESUME, "stopped with the same code version: resumed from its latest offsets"
@@ -290,7 +334,7 @@ class Planner:
             raise PlanError([f"{info.dml_path}: dml-only deploy of {table}, but table {self.physical(table)} does "
                              f"not exist on {self.options.environment}: deploy it without dml-only"])
         if recreated:
-            return Action.RECREATE, (f"dml-only overridden: reads {', '.join(recreated)}, whose topic is recreated "
+            return Action.RECREATE, (f"dml-only overridden: {self.recreated_reason(table, recreated)} "
                                      "(a kept table would get its history twice)")
         if state.deployed and unchanged:
             if state == TableState.STOPPED:

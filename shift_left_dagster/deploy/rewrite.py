@@ -31,6 +31,16 @@ def with_source_options(sql: str, options_by_table: dict[str, dict[str, str]]) -
     return to_flink_sql(tree)
 
 
+def source_options(sql: str) -> dict[str, dict[str, str]]:
+    """Each source table a DML reads, with the `/*+ OPTIONS(...) */` hints on it (what `with_source_options`
+    set: e.g. where a reprocessed version starts reading)."""
+    found: dict[str, dict[str, str]] = {}
+    for table in source_tables(parse_one_statement(sql).tree):
+        hints = table.args.get("hints") or []
+        found[table.name] = hints[0].options if hints and isinstance(hints[0], OptionsHint) else {}
+    return found
+
+
 def queries_of(sql: str) -> list[str]:
     """The queries a DML runs (one per INSERT of a statement set), as Flink SQL: what EXPLAIN validates
     without needing the sink table in its new shape."""

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from shift_left_dagster.checks import ChecksSettings, LocalSinkReader, find_dml_statements, run_checks
+from shift_left_dagster.checks.candidates import verify_candidates
 from shift_left_dagster.defs.builder import flink_resources
 from shift_left_dagster.defs.maintenance import REPROCESS_JOB, maintenance_jobs
 from shift_left_dagster.defs.project import FlinkProject
@@ -102,6 +103,12 @@ def test_reprocess_into_new_versions_then_promote_or_roll_back(service, spark): 
     got = select(client, f"SELECT sku, units_sold FROM {SALES}_v2")
     assert {sku: int(units) for sku, units in got} == sales and len(got) == len(sales)  # no key twice
 
+    # promote's verification: the new versions hold what the records from 2026-01-02 on produce, keys included
+    # (a correct reprocess from T is not refused for the history it left out)
+    report = verify_candidates(client, graph, "local", LocalSinkReader(LocalData(service.data_dir, spark)),
+                               ChecksSettings(catch_up_seconds=30))
+    assert report.promotable, (report.problems, report.key_differences)
+    assert set(report.key_differences[SALES]) >= {"only_old", "missing", "invented"}, report.key_differences
     Deployer(client=client, graph=graph, config=local_defaults(service.url)).promote().wait()
     quiesce(service.url)
     assert select(client, f"SELECT purchase_id, sku, channel FROM {ITEMS}_v2") == expected
@@ -138,6 +145,19 @@ def test_reprocess_into_new_versions_then_promote_or_roll_back(service, spark): 
     assert ran.success and "fct_order_v2" in {t.topic_name for t in client.list_topics()}
     Deployer(client=client, graph=graph, config=local_defaults(service.url)).rollback().wait()
     assert "local-p1-dml-fct-order" in serving_dml(client)
+
+
+def test_promote_on_confluent_cloud_verifies_from_landed_files_or_says_why_not(tmp_path: Path) -> None:
+    """A Flink API key configured and the target not a local service (Confluent Cloud): `promote` can read the
+    sinks only from the files teams land topics in, and says so in one line naming --sink-path (issue 31)."""
+    shutil.copytree(PROJECT, tmp_path / "project", ignore=shutil.ignore_patterns(".shift_left_dagster"))
+    cli = Cli(tmp_path / "project", "http://127.0.0.1:9")  # nothing answers there
+    refused = cli("promote", "fct_order")
+    assert refused.exit_code == 2, refused.output
+    assert refused.stderr.strip().splitlines() == [
+        "error: promote's verification (--no-verify skips it) reads the tables' sinks: the configured target "
+        "http://127.0.0.1:9 is not a local service (a Flink API key is set: Confluent Cloud), whose sinks are read "
+        "from the files teams land topics in: pass --sink-path (a path template with {table})"]
 
 
 @pytest.fixture
@@ -184,7 +204,7 @@ def test_reprocess_fct_order_through_the_cli_and_dagster_then_promote_or_roll_ba
 
     reprocessed(2)
     assert fct_order_dml(client) == {"local-p1-dml-fct-order": "RUNNING", "local-p1-dml-fct-order-v2": "RUNNING"}
-    promoted = cli("promote", "fct_order", "--no-verify")  # (checked above: this CLI targets a configured service)
+    promoted = cli("promote", "fct_order")  # verified: its configured target (a Flink API key set) is a local service
     assert promoted.exit_code == 0, promoted.output
     assert fct_order_dml(client) == {"local-p1-dml-fct-order-v2": "RUNNING"}  # consumers read v2 now
 

@@ -113,6 +113,18 @@ def test_a_dagster_run_checks_on_the_services_spark_without_a_jvm(service: Servi
     assert report["checks"] and all(c["passed"] for c in report["checks"]), report["checks"]
 
 
+def test_promote_verifies_on_the_services_spark_without_a_jvm(service: Service) -> None:
+    """`promote` verifies the new versions of a reprocess on the service's Spark, as `check` does (issue 31):
+    no JVM in its process, the verification passes (a correct reprocess from T), the new versions serve."""
+    started = service.cli("reprocess", "src_table_3", "--from", "2026-01-02", "--allow-partial-history")
+    assert started.returncode == 0, started.stdout[-3000:] + started.stderr[-3000:]
+    report = service.child("promote")
+    assert report["exit"] in (0, None), report
+    assert not report["classic_context"] and report["java"] == [] and report["remote"], report
+    statements = service.cli("statements")
+    assert "src-table-3-v2" in statements.stdout and "int-table-2-v2" in statements.stdout, statements.stdout
+
+
 def test_stopping_the_service_stops_its_connect_server(service: Service) -> None:
     port = service.status()["spark_connect_port"]
     assert _listening(port)
@@ -155,6 +167,19 @@ def _check_from_the_cli() -> dict[str, Any]:
     return {"outcomes": json.loads(text[text.index("["):])}
 
 
+def _promote_from_the_cli() -> dict[str, Any]:
+    from shift_left_dagster.cli import app
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            app(["promote"], standalone_mode=False)
+            code: int | str | None = 0
+        except SystemExit as exit_:
+            code = exit_.code
+    return {"exit": code, "output": out.getvalue()[-3000:]}
+
+
 def _check_in_a_dagster_run() -> dict[str, Any]:
     from dagster import AssetSelection, materialize
 
@@ -176,8 +201,9 @@ def _check_in_a_dagster_run() -> dict[str, Any]:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("mode", choices=["cli", "dagster"])
-    report = _check_from_the_cli() if parser.parse_args().mode == "cli" else _check_in_a_dagster_run()
+    parser.add_argument("mode", choices=["cli", "dagster", "promote"])
+    report = {"cli": _check_from_the_cli, "dagster": _check_in_a_dagster_run,
+              "promote": _promote_from_the_cli}[parser.parse_args().mode]()
     from pyspark import SparkContext
     from pyspark.sql.utils import is_remote
 

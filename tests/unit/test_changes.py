@@ -268,3 +268,26 @@ def test_a_commit_changing_a_table_with_a_version_beside_the_serving_one_is_refu
     with pytest.raises(PlanError, match="^fct_order has version 2 beside the serving one .* promote or roll it "
                                         "back first$"):
         commit_plan(graph, detect_changes(repo, "HEAD~1"), live, PlanOptions())
+
+
+def test_a_sensor_run_over_a_commit_already_deployed_repairs_a_child_left_failed(repo):
+    """Issue 31: a deployment of src_table_3's committed change killed before it recreated int_table_2 (FAILED
+    now): the sensor's run over that commit finds src_table_3 done and redeploys int_table_2 (and recreates
+    fct_order, reading it), as a deploy of src_table_3 would; with nothing left behind it plans nothing."""
+    from shift_left_dagster.deploy.bluegreen import commit_plan
+    from shift_left_dagster.deploy.plan import Action, PlanOptions
+
+    text = (repo / SRC3).read_text()
+    commit(repo, SRC3, text.replace("'n/a'", "'none'"))
+    graph = ProjectGraph(build_inventory(repo / "pipelines"))
+    live = _live(graph, P1, P1_RAW)
+    for table in P1:  # every statement runs the committed code: the killed deployment recreated src_table_3
+        name = next(n for n, s in live.statements.items() if s.table == table)
+        live.statements[name].code_version = graph.tables[table].code_version
+    assert not commit_plan(graph, detect_changes(repo, "HEAD~1"), live, PlanOptions()).changes
+    failed = next(s for s in live.statements.values() if s.table == "int_table_2")
+    failed.phase = "FAILED"
+    plan = commit_plan(graph, detect_changes(repo, "HEAD~1"), live, PlanOptions())
+    assert {s.table: s.action for s in plan.changes if s.table} == {"int_table_2": Action.DEPLOY,
+                                                                 "fct_order": Action.RECREATE}
+    assert "FAILED" in plan.step_for("int_table_2").reason

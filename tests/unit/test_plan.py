@@ -6,13 +6,14 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from shift_left_dagster.deploy.live import LiveState, LiveStatement, StatementKind
 from shift_left_dagster.deploy.naming import statement_name
-from shift_left_dagster.deploy.plan import Action, PlanError, PlanOptions, build_plan
+from shift_left_dagster.deploy.plan import Action, PlanError, PlanOptions, build_plan, render_plan
 from shift_left_dagster.deploy.steps import DeployStep
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import build_inventory
@@ -263,3 +264,80 @@ def test_a_plan_as_json_reads_back_into_the_same_step_types_and_describes_itself
                          capture_output=True, text=True, check=True).stdout
     mapping = json.loads(out)["properties"]["steps"]["items"]["discriminator"]["mapping"]
     assert set(mapping) == {a.value for a in Action}
+
+
+def with_ddl(graph: ProjectGraph, live: LiveState, table: str, created_at: datetime) -> LiveState:
+    """`live` with `table`'s DDL statement, created at `created_at` (its table created then)."""
+    info = graph.tables[table]
+    name = statement_name("dev", info.product, "ddl", table)
+    ddl = LiveStatement(name=name, phase="COMPLETED", code_version=info.code_version, table=table,
+                        kind=StatementKind.DDL, created_at=created_at)
+    return live.model_copy(update={"statements": {**live.statements, name: ddl}})
+
+
+def created(live: LiveState, graph: ProjectGraph, table: str, at: datetime) -> LiveState:
+    """`live` with `table`'s DML statement created at `at`."""
+    name = statement_name("dev", graph.tables[table].product, "dml", table)
+    statements = {**live.statements, name: live.statements[name].model_copy(update={"created_at": at})}
+    return live.model_copy(update={"statements": statements})
+
+
+C360 = ["src_c360_purchases", "int_c360_purchase_items", "fct_c360_item_sales"]
+EARLY, LATE = datetime(2026, 11, 26, 10, tzinfo=UTC), datetime(2026, 11, 26, 11, tzinfo=UTC)
+
+
+def test_issue_31_a_redeploy_repairs_a_child_left_failed_by_a_killed_deployment(graph):
+    """A deployment recreating the source, killed before it recreated its child: the child's statement is
+    FAILED. Deploying the source again (now unchanged) redeploys the child from earliest, and its deployed
+    child in turn (it read the failed one's topic), saying why in the plan."""
+    live = running(graph, C360, phases={"int_c360_purchase_items": "FAILED"})
+    plan = build_plan(graph, ["src_c360_purchases"], live)
+    assert actions(plan) == {"src_c360_purchases": Action.SKIP, "int_c360_purchase_items": Action.DEPLOY,
+                             "fct_c360_item_sales": Action.RECREATE}
+    assert "FAILED" in plan.step_for("int_c360_purchase_items").reason
+    assert "int_c360_purchase_items" in plan.step_for("fct_c360_item_sales").reason
+    assert "FAILED" in render_plan(plan)
+    repaired = running(graph, C360)
+    assert build_plan(graph, ["src_c360_purchases"], repaired).changes == []  # then nothing to do
+
+
+def test_issue_31_a_child_whose_parent_was_recreated_under_it_is_recreated(graph):
+    """The same kill, the child still RUNNING: its statement was created before its parent's current table,
+    so it reads a topic its offsets (and its sink's rows) do not come from. Deploying the parent, or the
+    child, recreates the child from earliest; a child created after its parent's table is left alone."""
+    live = created(with_ddl(graph, running(graph, C360), "src_c360_purchases", LATE), graph,
+                   "int_c360_purchase_items", EARLY)
+    for target in ("src_c360_purchases", "int_c360_purchase_items"):
+        plan = build_plan(graph, [target], live)
+        assert actions(plan)["int_c360_purchase_items"] == Action.RECREATE, render_plan(plan)
+        assert actions(plan)["fct_c360_item_sales"] == Action.RECREATE
+        assert "recreated under" in plan.step_for("int_c360_purchase_items").reason
+    sound = created(with_ddl(graph, running(graph, C360), "src_c360_purchases", EARLY), graph,
+                    "int_c360_purchase_items", LATE)
+    assert build_plan(graph, ["src_c360_purchases"], sound).changes == []
+    assert build_plan(graph, ["int_c360_purchase_items"], sound).changes == []
+
+
+def test_issue_31_a_promoted_version_left_failed_is_repaired_as_that_version(graph):
+    """After a promotion only version 2 of int_c360_purchase_items exists, and its statement FAILED (a killed
+    redeploy of its parent): it still serves, so deploying the parent redeploys version 2, not a version 1."""
+    live = running(graph, C360)
+    name = statement_name("dev", "c360", "dml", "int_c360_purchase_items")
+    failed = live.statements.pop(name).model_copy(update={
+        "name": name + "-v2", "version": 2, "phase": "FAILED"})
+    live.statements[failed.name] = failed
+    assert live.serving_versions()["int_c360_purchase_items"] == 2
+    plan = build_plan(graph, ["src_c360_purchases"], live, PlanOptions(versions=live.serving_versions()))
+    step = plan.step_for("int_c360_purchase_items")
+    assert step.action == Action.DEPLOY and step.physical_table == "int_c360_purchase_items_v2", render_plan(plan)
+
+
+def test_a_stopped_excluded_ancestor_is_left_stopped(graph):
+    """bench_model --seed 3300, round 1: a deploy excluding the sources (an asset's `exclude`) resumed a stopped
+    source it excludes. An excluded table is never acted on: left stopped, the plan says so."""
+    tables = ["src_c360_purchases", "int_c360_purchase_items"]
+    live = running(graph, tables, phases={"src_c360_purchases": "STOPPED"})
+    plan = build_plan(graph, ["fct_c360_item_sales"], live, PlanOptions(exclude=["src_c360_purchases"]))
+    assert actions(plan)["src_c360_purchases"] == Action.SKIP, render_plan(plan)
+    assert "excluded" in plan.step_for("src_c360_purchases").reason
+    assert actions(build_plan(graph, ["fct_c360_item_sales"], live))["src_c360_purchases"] == Action.RESUME
