@@ -78,12 +78,16 @@ class LiveState(BaseModel):
     def serving_versions(self) -> dict[str, int]:
         """The version that serves: the oldest deployed (a candidate runs beside it until promoted); for a table
         whose DML statements all failed, the newest of them (a promoted version whose statement failed is
-        still the one its readers read: a redeploy repairs that version, never a version 1 beside it)."""
-        failed: dict[str, int] = {}
-        for statement in self.statements.values():
-            if statement.kind == StatementKind.DML and statement.table and statement.phase in FAILED_PHASES:
-                failed[statement.table] = max(failed.get(statement.table, 0), statement.version)
-        return {**failed, **{table: found[0] for table, found in self.dml_versions().items()}}
+        still the one its readers read: a redeploy repairs that version, never a version 1 beside it); for a
+        table with no DML statement left, the newest version of its DDL statement (a deployment killed while
+        it recreated version 2, after removing its DML, is repaired as version 2)."""
+        with_dml = {s.table for s in self.statements.values() if s.kind == StatementKind.DML and s.table}
+        kept: dict[str, int] = {}
+        for s in self.statements.values():
+            if s.table and ((s.kind == StatementKind.DML and s.phase in FAILED_PHASES) or (
+                    s.kind == StatementKind.DDL and s.phase == "COMPLETED" and s.table not in with_dml)):
+                kept[s.table] = max(kept.get(s.table, 0), s.version)
+        return {**kept, **{table: found[0] for table, found in self.dml_versions().items()}}
 
     def candidate_versions(self) -> dict[str, int]:
         """Versions deployed beside the serving one and not promoted yet."""

@@ -256,11 +256,11 @@ class Planner:
                                      "from earliest")
         if parent_recreated and self.options.may_start_children:
             return Action.DEPLOY, f"may-start-children: {state.value}, deployed after {parent}"
-        if parent_recreated:
-            return None
-        if state == TableState.FAILED:
+        if state == TableState.FAILED:  # (also when the parent is redeployed: its DML was removed by the stop)
             return Action.DEPLOY, (f"reads {parent}; its statement FAILED (a deployment stopped before redeploying "
                                    "it?): redeployed, from earliest")
+        if parent_recreated:
+            return None
         if state.deployed and parent in self.recreated_under(child):
             return Action.RECREATE, self.recreated_reason(child, [parent])
         return None
