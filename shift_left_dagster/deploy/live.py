@@ -74,15 +74,8 @@ class LiveState(BaseModel):
         return {table: sorted(found) for table, found in versions.items()}
 
     def serving_versions(self) -> dict[str, int]:
-        """The version that serves: the oldest deployed (a candidate runs beside it until promoted). A table
-        with no deployed DML keeps the oldest version its statements are labelled with: a deployment stopped
-        while recreating version 2 (its DML removed, its DDL kept, or its DML FAILED) is redeployed as
-        version 2, not as version 1 beside readers of version 2."""
-        labelled: dict[str, int] = {}
-        for statement in self.statements.values():
-            if statement.table and statement.kind in (StatementKind.DDL, StatementKind.DML):
-                labelled[statement.table] = min(statement.version, labelled.get(statement.table, statement.version))
-        return labelled | {table: found[0] for table, found in self.dml_versions().items()}
+        """The version that serves: the oldest deployed (a candidate runs beside it until promoted)."""
+        return {table: found[0] for table, found in self.dml_versions().items()}
 
     def candidate_versions(self) -> dict[str, int]:
         """Versions deployed beside the serving one and not promoted yet."""
