@@ -16,12 +16,16 @@
    source and sink hold after them, and the median tick of ticks 1-10 against
    ticks 991-1000.
 
-Run: python bench/bench_local.py [--rows 1000000] [--pairs 5] [--tries 5] [--ticks 1000]
+With --profile: where the time of the sample project and of the stateful run goes instead
+(bench/profile_local.py).
+
+Run: python bench/bench_local.py [--rows 1000000] [--pairs 5] [--tries 5] [--ticks 1000] [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -34,49 +38,21 @@ sys.path.insert(0, str(ROOT))
 
 from pyspark.sql import functions as F  # noqa: E402
 
+from bench import profile_local  # noqa: E402
 from bench.figures import paired_ratio, repeated_time  # noqa: E402
-from shift_left_dagster.local.catalog import TableId  # noqa: E402
+from bench.local_scenarios import (  # noqa: E402
+    Throughput,
+    load,
+    sample_on_fresh_service,
+    sample_on_warm_service,
+    table_id,
+    timed,
+)
 from shift_left_dagster.local.process import InProcessService  # noqa: E402
-from shift_left_dagster.local.settings import IDENTITY  # noqa: E402
-from tests.integration.support import client_for, pipeline_order, quiesce, run, seed_statements, unique  # noqa: E402
+from tests.integration.support import quiesce, run, unique  # noqa: E402
 
-SINKS = ("fct_order", "v_p", "dim_c360_users", "fct_c360_purchase", "fct_c360_item_sales", "fct_c360_hourly_activity")
 # issue 30: ratios to bare Spark over the same files; seconds for the sample project
 TARGETS = {"stateless": 1.1, "stateful": 1.2, "sample_warm": 10.0, "sample_just_started": 15.0}
-STATELESS = ("SELECT order_id, customer_id, UPPER(TRIM(status)) AS status, "
-             "CAST(quantity * price AS DECIMAL(12, 2)) AS amount FROM {orders} WHERE quantity > 0")
-STATEFUL = ("SELECT c.segment, COUNT(*) AS orders, CAST(SUM(o.quantity * o.price) AS DECIMAL(18, 2)) AS revenue "
-            "FROM {orders} AS o JOIN {customers} AS c ON o.customer_id = c.customer_id GROUP BY c.segment")
-
-
-def deploy_project(client) -> int:  # type: ignore[no-untyped-def]
-    count = 0
-    for seed in sorted((ROOT / "flink_project" / "seeds").glob("*.sql")):
-        for sql in seed_statements(seed.stem):
-            run(client, unique("bench-seed"), sql)
-            count += 1
-    deployed: set[str] = set()
-    for sink in SINKS:
-        for table, ddl, dml in pipeline_order(sink):
-            if table not in deployed:
-                deployed.add(table)
-                run(client, unique("bench-ddl"), ddl)
-                run(client, unique("bench-dml"), dml, "RUNNING", "COMPLETED")
-                count += 2
-    return count
-
-
-def load(service: InProcessService, table: str, frame) -> list[str]:  # type: ignore[no-untyped-def]
-    """Bulk-write rows straight into a table's log (one batch); return its parquet files."""
-    engine = service.engine
-    definition = engine.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id,
-                                            name=table))
-    assert definition is not None
-    batch = engine.logs.write(definition, frame.withColumn("$rowtime", F.current_timestamp())
-                              .withColumn("$op", F.lit(0).cast("tinyint")), producer=None)
-    assert batch is not None
-    engine.store.append_batches([batch])
-    return [str(service.data_dir / f) for b in engine.store.batches(definition.uid) for f in b.files]
 
 
 def small_ticks(service: InProcessService, client, ticks: int) -> None:  # type: ignore[no-untyped-def]
@@ -85,7 +61,7 @@ def small_ticks(service: InProcessService, client, ticks: int) -> None:  # type:
     run(client, unique("ddl"), "CREATE TABLE tick_out (id BIGINT, name STRING) DISTRIBUTED INTO 1 BUCKETS")
     run(client, unique("tick"), "INSERT INTO tick_out SELECT id, UPPER(name) FROM tick_in WHERE id >= 0", "RUNNING")
     engine, spark = service.engine, service.engine.jobs.spark
-    tables = [engine.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id, name=n))
+    tables = [engine.store.table(table_id(n))
               for n in ("tick_in", "tick_out")]
     source = tables[0]
     assert source is not None
@@ -109,12 +85,6 @@ def small_ticks(service: InProcessService, client, ticks: int) -> None:  # type:
           f"ratio {last / first:.2f}x")
 
 
-def timed(action) -> float:  # type: ignore[no-untyped-def]
-    started = time.perf_counter()
-    action()
-    return time.perf_counter() - started
-
-
 def history(service: InProcessService, client, sizes: tuple[int, ...] = (100_000, 4_000_000),  # type: ignore[no-untyped-def]
             repeat: int = 5, keys: int = 1000) -> None:
     """Three new raw rows (an INSERT over HTTP) until an aggregate's upsert sink holds them, with
@@ -132,7 +102,7 @@ def history(service: InProcessService, client, sizes: tuple[int, ...] = (100_000
         run(client, unique("bench-agg"), f"INSERT INTO {sink} SELECT k, COUNT(*), SUM(v) FROM {source} GROUP BY k",
             "RUNNING", timeout=1800)
         quiesce(service.url)
-        ids = [engine.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id, name=n))
+        ids = [engine.store.table(table_id(n))
                for n in (source, sink)]
         assert ids[0] is not None and ids[1] is not None
         source_uid, table = ids[0].uid, ids[1]
@@ -169,82 +139,31 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=5, help="alternating (ours, bare Spark) pairs per ratio")
     parser.add_argument("--tries", type=int, default=5, help="timings of the sample project per figure")
     parser.add_argument("--ticks", type=int, default=1000)
+    parser.add_argument("--profile", action="store_true", help="where the time goes instead (profile_local.py)")
     args = parser.parse_args()
+    if args.profile:
+        profile_local.main(["--rows", str(args.rows)])
+        return
+    print(f"load average at start {os.getloadavg()[0]:.2f}")
     data = Path(tempfile.mkdtemp(prefix="bench-local-"))
     try:
-        def just_started() -> float:
-            """A new service (its own data folder, this process's JVM), the sample deployed at once."""
-            with InProcessService(data / unique("fresh")) as fresh:
-                client = client_for(fresh.url)
-                client.settings.poll.initial = client.settings.poll.step = 0.05  # time the service, not polling
-                run(client, unique("warm"), "SELECT 1")  # the service answers
-                return timed(lambda: (deploy_project(client), quiesce(fresh.url)))
-
-        def warm() -> float:
-            """A service that already ran the sample once, redeploying it into a clean data folder of its own."""
-            with InProcessService(data / unique("warm")) as service:
-                client = client_for(service.url)
-                client.settings.poll.initial = client.settings.poll.step = 0.05
-                deploy_project(client)
-                quiesce(service.url)
-            with InProcessService(data / unique("warm")) as service:
-                client = client_for(service.url)
-                client.settings.poll.initial = client.settings.poll.step = 0.05
-                run(client, unique("warm"), "SELECT 1")
-                return timed(lambda: (deploy_project(client), quiesce(service.url)))
-
         repeated_time("sample project (24 tables, seeds + DDL + DML over HTTP) caught up, service just started",
-                      just_started, args.tries, TARGETS["sample_just_started"])
-        repeated_time("sample project caught up, warm service", warm, args.tries, TARGETS["sample_warm"])
+                      lambda: sample_on_fresh_service(data), args.tries, TARGETS["sample_just_started"])
+        repeated_time("sample project caught up, warm service", sample_on_warm_service(data), args.tries,
+                      TARGETS["sample_warm"])
+        print(f"load average {os.getloadavg()[0]:.2f}")
         with InProcessService(data / "service") as service:
-            client = client_for(service.url)
-            client.settings.poll.initial = client.settings.poll.step = 0.05
-            run(client, unique("warm"), "SELECT 1")
-            spark = service.engine.jobs.spark
-
-            run(client, unique("ddl"), "CREATE TABLE bench_orders (order_id STRING, customer_id STRING, "
-                                       "quantity INT, price DECIMAL(10, 2), status STRING) DISTRIBUTED INTO 2 BUCKETS")
-            run(client, unique("ddl"), "CREATE TABLE bench_customers (customer_id STRING, segment STRING, "
-                                       "PRIMARY KEY (customer_id) NOT ENFORCED) DISTRIBUTED BY HASH(customer_id) "
-                                       "INTO 2 BUCKETS")
-            orders = load(service, "bench_orders", spark.range(args.rows).select(
-                F.concat(F.lit("ord-"), F.col("id").cast("string")).alias("order_id"),
-                F.concat(F.lit("c-"), (F.col("id") % 5000).cast("string")).alias("customer_id"),
-                (F.col("id") % 7).cast("int").alias("quantity"),
-                ((F.col("id") % 10000) / 100).cast("decimal(10,2)").alias("price"),
-                F.when(F.col("id") % 3 == 0, F.lit(" paid ")).otherwise(F.lit("created")).alias("status")))
-            customers = load(service, "bench_customers", spark.range(5000).select(
-                F.concat(F.lit("c-"), F.col("id").cast("string")).alias("customer_id"),
-                F.concat(F.lit("seg-"), (F.col("id") % 10).cast("string")).alias("segment")))
+            throughput = Throughput(service, args.rows, data)
+            client = throughput.client
             print(f"loaded {args.rows:,} orders and 5,000 customers")
-
-            def ours(kind: str, columns: str, query: str) -> float:
-                sink = unique(f"bench_{kind}").replace("-", "_")
-                run(client, unique("ddl"), f"CREATE TABLE {sink} ({columns}) DISTRIBUTED INTO 2 BUCKETS")
-                return timed(lambda: (run(client, unique("bench-run"), f"INSERT INTO {sink} {query}", "RUNNING",
-                                          timeout=1800), quiesce(service.url)))
-
-            def bare(query: str) -> float:
-                spark.read.parquet(*orders).createOrReplaceTempView("bare_orders")
-                spark.read.parquet(*customers).createOrReplaceTempView("bare_customers")
-                out = data / f"bare-{time.monotonic_ns()}"
-                return timed(lambda: spark.sql(query).write.parquet(str(out)))
-
-            cases = [
-                ("stateless", "order_id STRING, customer_id STRING, status STRING, amount DECIMAL(12, 2)", STATELESS),
-                ("stateful", "segment STRING, orders BIGINT, revenue DECIMAL(18, 2), "
-                             "PRIMARY KEY (segment) NOT ENFORCED", STATEFUL),
-            ]
-            for kind, columns, template in cases:
+            for kind in ("stateless", "stateful"):
                 paired_ratio(f"{kind} {args.rows:,} rows, local service / bare Spark",
-                             lambda kind=kind, columns=columns, template=template: ours(
-                                 kind, columns, template.format(orders="bench_orders", customers="bench_customers")),
-                             lambda template=template: bare(template.format(orders="bare_orders",
-                                                                            customers="bare_customers")),
+                             lambda kind=kind: throughput.ours(kind), lambda kind=kind: throughput.bare(kind),
                              args.pairs, TARGETS[kind])
+            print(f"load average {os.getloadavg()[0]:.2f}")
             history(service, client)
-
             small_ticks(service, client, args.ticks)
+            print(f"load average at end {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(data, ignore_errors=True)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
@@ -45,6 +46,10 @@ logger = logging.getLogger(__name__)
 PENDING, RUNNING, COMPLETED, FAILED = "PENDING", "RUNNING", "COMPLETED", "FAILED"
 STOPPING, STOPPED, DELETING = "STOPPING", "STOPPED", "DELETING"
 MAX_QUIESCE_ROUNDS = 200
+# A GET of a statement on its way (PENDING, STOPPING, or RUNNING and bounded) answers when its phase moves,
+# or after this long: a poller learns of a completed DDL or INSERT ... VALUES when it completes, not at its
+# next poll, while the engine would otherwise sit idle waiting for the next statement.
+MOVING_HOLD_SECONDS = 0.5
 T = TypeVar("T")
 
 VALIDATION = "org.apache.flink.table.api.ValidationException"
@@ -71,6 +76,7 @@ class Engine:
         self._calls: list[tuple[Callable[[], Any], Future[Any]]] = []  # run on the engine thread
         self._jobs: dict[str, Job] = {}  # compiled jobs of RUNNING statements
         self._at_once: dict[str, bool] = {}  # statement -> completes when it starts (see _control)
+        self._phase_moved = threading.Condition()  # notified on every phase change (see moved)
         self.startup_error: str | None = None
 
     # --- control (any thread) -------------------------------------------------------------
@@ -102,6 +108,17 @@ class Engine:
             self._calls.append((action, future))
         self._wake.set()
         return future.result(timeout)
+
+    def moved(self, name: str, timeout: float = MOVING_HOLD_SECONDS) -> dict[str, Any] | None:
+        """The statement once it is not on its way any more (see MOVING_HOLD_SECONDS), or as it is after
+        `timeout`; None when it does not exist."""
+        deadline = time.monotonic() + timeout
+        with self._phase_moved:
+            body = self.store.statement(name)
+            while body is not None and on_its_way(body) and (left := deadline - time.monotonic()) > 0:
+                self._phase_moved.wait(left)
+                body = self.store.statement(name)
+        return body
 
     @property
     def ready(self) -> bool:
@@ -206,6 +223,8 @@ class Engine:
             self._at_once.pop(name, None)
             forget_aggregates(self.data_dir, name)  # (before the statement goes: a crash between leaves none)
             self.store.delete_statement(name)
+            with self._phase_moved:
+                self._phase_moved.notify_all()
             changed = True
         for name in self.store.names_in_phase(STOPPING):
             self._finish_stop(name)
@@ -343,6 +362,8 @@ class Engine:
             body["status"].update(phase=phase, detail=detail, **status)
 
         self.store.update_statement(name, change)
+        with self._phase_moved:
+            self._phase_moved.notify_all()
 
     def _parse(self, name: str, sql: str) -> Statement:
         statements = parse_statements(sql, source=name)
@@ -353,6 +374,13 @@ class Engine:
     def _sql(self, name: str) -> str:
         body = self.store.statement(name)
         return body["spec"]["statement"] if body else ""
+
+
+def on_its_way(body: dict[str, Any]) -> bool:
+    """A statement whose phase is about to move on its own: PENDING, STOPPING, or RUNNING and bounded."""
+    status = body.get("status") or {}
+    phase = status.get("phase")
+    return phase in (PENDING, STOPPING) or (phase == RUNNING and bool((status.get("traits") or {}).get("is_bounded")))
 
 
 def _traits(sql_kind: str, *, bounded: bool = True, append_only: bool = True,

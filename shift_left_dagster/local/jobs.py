@@ -117,6 +117,7 @@ class Sink:
     before: str = "keep"  # how -U rows are written: keep (retract sink), drop or delete (upsert sink)
     aggregation: GroupAggregation | None = None  # a GROUP BY run on accumulators kept per key
     groups: list[str] = field(default_factory=list)  # columns holding every GROUP BY key (keyless sink updates)
+    shaped: DataFrame | None = None  # a sink reading no table: its rows as validated, which its one run writes
 
     @property
     def windowed(self) -> bool:
@@ -188,7 +189,10 @@ class Jobs:
                 frame = self.bind(job, sink.query, empty=True, incremental=sink.incremental)
                 if job.create is None:
                     self._check_sink_types(frame, sink)
-                _ = self.shape(frame, sink, incremental=sink.incremental).schema
+                shaped = self.shape(frame, sink, incremental=sink.incremental)
+                _ = shaped.schema
+                if not sink.query.scans:  # no view to bind: the run's DataFrame is this one
+                    sink.shaped = shaped
             if job.select is not None:
                 _ = self.bind(job, job.select, empty=True).schema
         except PySparkException as error:
@@ -415,18 +419,20 @@ class Jobs:
                 if batch is not None:
                     output.batches.append(batch)
                 continue
-            result = self.bind(job, sink.query, state, upper, incremental=sink.incremental, fired=fired.get(str(index)))
-            records = self.shape(result, sink, incremental=sink.incremental)
+            records = sink.shaped if sink.shaped is not None else self.shape(
+                self.bind(job, sink.query, state, upper, incremental=sink.incremental, fired=fired.get(str(index))),
+                sink, incremental=sink.incremental)
             small = self._reads_few(job, sink.query, state, upper, incremental=sink.incremental)
             if sink.incremental:  # source order kept (Flink keeps each partition's order)
                 ordered = not small and self._in_log_order(job, sink.query, state, upper, records)
                 batch = self.logs.write(sink.table, records, job.name, order_by=[LOG_ORDER], ordered=ordered,
-                                        small_input=small, collect=small)
+                                        small_input=small, collect=small, scanless=False)
             elif sink.windowed:  # the windows this run fired: append-only
-                batch = self.logs.write(sink.table, records, job.name, small_input=small, collect=True)
+                batch = self.logs.write(sink.table, records, job.name, small_input=small, collect=True,
+                                        scanless=not sink.query.scans)
             else:  # the changelog of what changed since the last run
                 batch = self.logs.write(sink.table, self._changelog(job.name, sink, records), job.name,
-                                        small_input=small, collect=True)
+                                        small_input=small, collect=True, scanless=not sink.query.scans)
             if batch is not None:
                 output.batches.append(batch)
         if job.select is not None:
@@ -551,11 +557,15 @@ class Jobs:
             *[F.col(f"`{n}`").alias(p) for n, p in zip(data, positional, strict=True)],
             *[F.col(f"`{h}`") for h in [*hidden, *carry]])
         source = {t.lower(): p for t, p in zip(sink.target, positional, strict=True)}
+        produced = {p: f.dataType for p, f in zip(positional, [f for f in fields if f.name not in HIDDEN], strict=True)}
         columns: list[Column] = []
         for column in sink.table.stored_columns:
             kind = spark_type_of(column.type)
-            value = F.col(source[column.name.lower()]) if column.name.lower() in source else F.lit(None)
-            columns.append(value.cast(kind).alias(column.name))
+            position = source.get(column.name.lower())
+            value = F.col(position) if position is not None else F.lit(None)
+            if position is None or produced[position] != kind:  # (a cast is a JVM round trip or four)
+                value = value.cast(kind)
+            columns.append(value.alias(column.name))
         # A stateless row keeps its input record's time, a window result its window_time (windows.py);
         # any other stateful row gets the time it is written.
         written = F.current_timestamp() if now is None else now
@@ -628,7 +638,7 @@ class Jobs:
         else:
             records = _retract_changes(table, written, EMITTED, BEFORE, now)
         small = self._reads_few(job, aggregation.rows, state, upper, incremental=resume)
-        return self.logs.write(table, records, job.name, small_input=small, collect=True)
+        return self.logs.write(table, records, job.name, small_input=small, collect=True, scanless=False)
 
     @staticmethod
     def _state_schema(aggregation: GroupAggregation, table: TableDef, rows: DataFrame) -> T.StructType:

@@ -15,6 +15,7 @@ from urllib.parse import urlencode
 
 from pydantic import ValidationError
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
@@ -43,6 +44,7 @@ from shift_left_dagster.local.engine import (
     STOPPED,
     STOPPING,
     Engine,
+    on_its_way,
 )
 from shift_left_dagster.local.kafka_produce import produce_routes
 from shift_left_dagster.local.kafka_topics import topic_body, topic_create_routes
@@ -199,8 +201,12 @@ class _Handlers:
         return JSONResponse(resource, status_code=201, headers={"Location": resource["metadata"]["self"]})
 
     async def get_statement(self, request: Request) -> Response:
+        """The statement; one on its way is answered when it moves (Engine.moved), so a poller sees a DDL
+        complete when it does."""
         name = request.path_params["name"]
         body = self.store.statement(name)
+        if body is not None and on_its_way(body):
+            body = await run_in_threadpool(self.engine.moved, name)
         return JSONResponse(body) if body else _not_found(name)
 
     async def list_statements(self, request: Request) -> Response:

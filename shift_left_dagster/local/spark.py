@@ -144,6 +144,15 @@ def keeps_row_order(frame: DataFrame) -> bool:
     return bool(keeps(plan))
 
 
+def is_local_relation(frame: DataFrame) -> bool:
+    """Whether Spark holds `frame`'s rows on the driver once optimized (VALUES and what is computed from
+    them alone): collecting them runs no job. False when it can not tell (a Spark Connect session)."""
+    try:
+        return bool(frame._jdf.queryExecution().optimizedPlan().nodeName() == "LocalRelation")
+    except AttributeError:
+        return False
+
+
 # --- Spark Connect: the service's Spark offered to the checks of other processes -----------------
 
 CONNECT_SERVICE = "org.apache.spark.sql.connect.service.SparkConnectService$"

@@ -25,6 +25,7 @@ import shutil
 import uuid
 from collections.abc import Sequence
 from contextlib import nullcontext
+from datetime import UTC, datetime, timedelta
 from functools import reduce
 from pathlib import Path
 
@@ -34,15 +35,18 @@ import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from shift_left_dagster.local.catalog import DELETE, OFFSET, OP, PARTITION, ROWTIME, UPDATE_BEFORE, TableDef
-from shift_left_dagster.local.spark import empty_frame, without_codegen
+from shift_left_dagster.local.spark import empty_frame, is_local_relation, without_codegen
 from shift_left_dagster.local.store import BASE, Batch, Store
 
 # Spark's parquet readers fill a LONG column of this name with each row's index in its file (what
 # `_metadata.row_index` reads): a column of the read schema, pruned when a query reads no offsets, where
 # `_metadata`, once referenced, is carried whole through the plan (it cost a join + aggregate 0.1 s per 1 M rows).
 ROW_INDEX = "_tmp_metadata_row_index"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_KEY_CHECKS_KEPT = 1024  # one_row_per_key answers kept (a set of files each)
 DRIVER_ROWS = 100_000  # at most this many records: a batch the driver writes, a run without code generation
 
 
@@ -55,6 +59,7 @@ class TableLogs:
         self.root = root
         self.spark = spark
         self.store = store
+        self._unique_keys: dict[frozenset[str], bool] = {}  # files -> one_row_per_key's answer
         root.mkdir(parents=True, exist_ok=True)
 
     def remove_unregistered(self) -> int:
@@ -74,7 +79,8 @@ class TableLogs:
         return removed
 
     def write(self, table: TableDef, records: DataFrame, producer: str | None, order_by: Sequence[str] = (), *,
-              ordered: bool = False, small_input: bool = False, collect: bool = False) -> Batch | None:
+              ordered: bool = False, small_input: bool = False, collect: bool = False,
+              scanless: bool = True) -> Batch | None:
         """Append records (stored columns + $rowtime + $op) as one batch; None when there were none.
 
         Records go to partitions by a hash of the table's key, in the input
@@ -89,6 +95,8 @@ class TableLogs:
         likely small: a stateless run over few records, a changelog of
         differences) one of at most DRIVER_ROWS records is placed and written
         by the driver, a larger one is computed again and written by Spark.
+        Records that read no table (`scanless`) may be held by the driver
+        already: asked of Spark's plan then, never of a query over files.
         """
         name = f"b-{uuid.uuid4().hex}"
         temporary = self.root / table.uid / f".tmp-{name}"
@@ -97,7 +105,7 @@ class TableLogs:
         collected = None
         if collect:
             with without_codegen(self.spark) if small_input else nullcontext():
-                collected = self._collected(table, records, order_by)
+                collected = self._collected(table, records, order_by, scanless)
         if collected is not None:
             temporary.mkdir(parents=True)
             for partition, part in collected.items():
@@ -146,20 +154,27 @@ class TableLogs:
         return spread.select(*_stored(table))
 
     @staticmethod
-    def _collected(table: TableDef, records: DataFrame, order_by: Sequence[str]) -> dict[int, pa.Table] | None:
+    def _collected(table: TableDef, records: DataFrame, order_by: Sequence[str],
+                   scanless: bool) -> dict[int, pa.Table] | None:
         """The batch in stored columns, placed by the driver without shuffle or Spark sort: a keyed
         record's partition is the hash `repartition` computes (pmod of Murmur3), a keyless one's its
         Spark partition merged down to the table's; each partition's records in `order_by` order.
-        None when it holds more than DRIVER_ROWS records."""
+        None when it holds more than DRIVER_ROWS records. Records Spark holds on the driver already
+        (a local relation: INSERT ... VALUES) are taken from there, without a Spark job."""
         keys = [F.col(f"`{k}`") for k in table.key_columns]
+        local = scanless and (table.partitions == 1 or bool(keys)) and is_local_relation(records)
         if keys and table.partitions > 1:
             spread, partition = records, F.pmod(F.hash(*keys), F.lit(table.partitions))
+        elif local:  # one table partition: no Spark partitions to merge
+            spread, partition = records, F.lit(0)
         else:
             spread, partition = records.coalesce(table.partitions), F.spark_partition_id()
         stored = [*[c.name for c in table.stored_columns], ROWTIME, OP]
         extra = [c for c in order_by if c not in stored]
-        rows = spread.select(*_stored(table), partition.alias(PARTITION),
-                             *[F.col(f"`{c}`") for c in extra]).limit(DRIVER_ROWS + 1).toArrow()
+        placed = spread.select(*_stored(table), partition.alias(PARTITION), *[F.col(f"`{c}`") for c in extra])
+        rows = _local_arrow(placed, DRIVER_ROWS + 1) if local else None
+        if rows is None:
+            rows = placed.limit(DRIVER_ROWS + 1).toArrow()
         if rows.num_rows > DRIVER_ROWS:
             return None
         # a stable sort: among equal rows, the order Spark gave
@@ -196,6 +211,56 @@ class TableLogs:
         per_partition = [p for p, _file in selected]
         return len(per_partition) == len(set(per_partition)) and all(
             pq.read_metadata(self.root.parent / f).num_row_groups == 1 for f in selected.values())
+
+    def highest_times(self, table: TableDef, column: str,
+                      ranges: dict[int, tuple[int, int]]) -> dict[int, int | None] | None:
+        """Per partition with records in the ranges, the highest value of a stored time column (epoch ms,
+        floored as Spark's unix_millis; None when NULL on every record), from the files' parquet
+        statistics: no Spark job. None when a file lies partly outside the ranges or has no statistics."""
+        selected, exact = self._selected(table, ranges)
+        if not exact:
+            return None
+        highest: dict[int, int | None] = {}
+        for (partition, _first), file in selected.items():
+            metadata = pq.read_metadata(self.root.parent / file)
+            index = metadata.schema.names.index(column) if column in metadata.schema.names else None
+            if index is None:
+                return None
+            highest.setdefault(partition, None)
+            for group in range(metadata.num_row_groups):
+                statistics = metadata.row_group(group).column(index).statistics
+                if statistics is None or (not statistics.has_min_max and statistics.num_values):
+                    return None
+                if statistics.has_min_max:
+                    value = statistics.max
+                    if not isinstance(value, datetime):
+                        return None
+                    at = value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+                    millis = (at - _EPOCH) // timedelta(milliseconds=1)
+                    known = highest[partition]
+                    highest[partition] = millis if known is None else max(known, millis)
+        return highest
+
+    def one_row_per_key(self, table: TableDef, ranges: dict[int, tuple[int, int]] | None = None,
+                        producer: str | None = None) -> bool:
+        """Whether the records in the ranges hold each primary key once and retract nothing (no -U, no -D):
+        an upsert table's state is then its records as they are, with no latest-row-per-key to compute
+        (a shuffle and a sort in Spark). Read by the driver from the files' key columns, once per set of
+        files (a file never changes)."""
+        selected, _exact = self._selected(table, ranges, producer)
+        files = frozenset(selected.values())
+        if not files or not table.primary_key:
+            return False
+        if files not in self._unique_keys:
+            retracting = any(b.retractions and files.intersection(b.files) for b in self.store.batches(table.uid))
+            keys = [pq.read_table(self.root.parent / f, columns=table.primary_key) for f in sorted(files)]
+            rows = sum(k.num_rows for k in keys)
+            distinct = pa.concat_tables(keys, promote_options="permissive").group_by(table.primary_key).aggregate(
+                []).num_rows
+            if len(self._unique_keys) >= _KEY_CHECKS_KEPT:
+                self._unique_keys.clear()
+            self._unique_keys[files] = not retracting and distinct == rows
+        return self._unique_keys[files]
 
     def _selected(self, table: TableDef, ranges: dict[int, tuple[int, int]] | None = None,
                   producer: str | None = None) -> tuple[dict[tuple[int, int], str], bool]:
@@ -273,6 +338,39 @@ def _remove_empty_folders(table_dir: Path) -> None:
             folder.rmdir()
         except OSError:  # not empty
             pass
+
+
+# Types whose values the driver turns into Arrow as Spark's toArrow does (a TIMESTAMP only at the top,
+# where it travels as epoch microseconds; anything else is left to Spark).
+_DRIVER_TYPES = (T.StringType, T.BooleanType, T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType,
+                 T.DoubleType, T.DecimalType, T.DateType, T.TimestampNTZType, T.BinaryType)
+
+
+def _driver_converts(kind: T.DataType) -> bool:
+    if isinstance(kind, T.ArrayType):
+        return _driver_converts(kind.elementType)
+    if isinstance(kind, T.MapType):
+        return _driver_converts(kind.keyType) and _driver_converts(kind.valueType)
+    if isinstance(kind, T.StructType):
+        return all(_driver_converts(f.dataType) for f in kind.fields)
+    return isinstance(kind, _DRIVER_TYPES)
+
+
+def _local_arrow(frame: DataFrame, limit: int) -> pa.Table | None:
+    """A local relation's rows as the Arrow table `toArrow` gives (same schema), collected from the
+    driver without a Spark job (toArrow runs one, about as long as the rest of an INSERT ... VALUES).
+    Times travel as epoch microseconds: Python's rows would carry them in the process's time zone.
+    None for a type left to Spark, or more than `limit` rows."""
+    schema = frame.schema
+    if not all(isinstance(f.dataType, T.TimestampType) or _driver_converts(f.dataType) for f in schema.fields):
+        return None
+    rows = frame.select(*[F.unix_micros(F.col(f"`{f.name}`")) if isinstance(f.dataType, T.TimestampType)
+                          else F.col(f"`{f.name}`") for f in schema.fields]).limit(limit).collect()
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    columns = [pa.array([row[i] for row in rows], pa.int64()).cast(field.type)
+               if isinstance(schema.fields[i].dataType, T.TimestampType) else
+               pa.array([row[i] for row in rows], field.type) for i, field in enumerate(arrow)]
+    return pa.Table.from_arrays(columns, schema=arrow)
 
 
 def _retractions(written: pa.Table) -> int:

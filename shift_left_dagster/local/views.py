@@ -11,6 +11,7 @@ from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from shift_left_dagster.local.catalog import (
     DELETE,
@@ -28,6 +29,7 @@ from shift_left_dagster.local.types import spark_type_of
 from shift_left_dagster.translation.spark import ARRIVAL, HIDDEN, VALID_FROM, VALID_TO, translate_expression
 
 Ranges = dict[int, tuple[int, int]]
+_TIMES = (T.TimestampType, T.TimestampNTZType)
 
 
 class TemporalJoinError(ValueError):
@@ -88,18 +90,20 @@ class TableViews:
     def state(self, table: TableDef, ranges: Ranges | None = None, producer: str | None = None,
               skip: Mapping[int, list[int]] | None = None, arrival: int = 0) -> DataFrame:
         """The table as it stands: the latest row per primary key for an upsert table (deletes
-        removed), else the rows inserted and not retracted; without the records at `skip` (partition
-        -> offsets: the late rows an event-time operator dropped, late_rows.py). `arrival` 1 (or -1)
-        adds each row's offset (negated) as ARRIVAL, for a query that orders by arrival."""
+        removed; its records as they are when they hold each key once and delete nothing), else the
+        rows inserted and not retracted; without the records at `skip` (partition -> offsets: the late
+        rows an event-time operator dropped, late_rows.py). `arrival` 1 (or -1) adds each row's offset
+        (negated) as ARRIVAL, for a query that orders by arrival."""
         records = self.logs.read(table, ranges, producer)
         if skip:
             records = records.where(~at_offsets(skip))
         op = F.col(f"`{OP}`")
         if table.upsert:
-            latest = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(
-                F.col(f"`{OFFSET}`").desc())
-            records = (records.where(op != UPDATE_BEFORE).withColumn("__sl_n", F.row_number().over(latest))
-                       .where((F.col("__sl_n") == 1) & (op != DELETE)))
+            if not self.logs.one_row_per_key(table, ranges, producer):
+                latest = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(
+                    F.col(f"`{OFFSET}`").desc())
+                records = (records.where(op != UPDATE_BEFORE).withColumn("__sl_n", F.row_number().over(latest))
+                           .where((F.col("__sl_n") == 1) & (op != DELETE)))
         elif any(b.retractions for b in self.logs.store.batches(table.uid)):
             records = self._cancel_retractions(table, records)
         # else every record is +I or +U: the table is its records, $op unread
@@ -128,6 +132,15 @@ class TableViews:
             return {}
         declared = table.column(column)
         name = declared.name if declared is not None else ROWTIME
+        if declared is not None and declared.virtual and declared.metadata_key == "timestamp":
+            stored = ROWTIME  # (the record's time)
+        elif declared is None or (declared.stored and isinstance(spark_type_of(declared.type), _TIMES)):
+            stored = name
+        else:  # computed, or not a time: Spark computes it
+            stored = None
+        known = self.logs.highest_times(table, stored, ranges) if stored is not None else None
+        if known is not None:
+            return known
         rows = (self.located(table, ranges)
                 .select(F.col(f"`{PARTITION}`").alias("p"), F.col(f"`{name}`").cast("timestamp").alias("t"))
                 .groupBy("p").agg(F.max(F.unix_millis(F.col("t"))).alias("t")).collect())

@@ -5,6 +5,7 @@ records in input order) are checked in plain Python."""
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -15,8 +16,10 @@ from pyspark.sql import DataFrame, SparkSession
 
 from shift_left_dagster.local import storage
 from shift_left_dagster.local.catalog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ColumnDef, TableDef, TableId
+from shift_left_dagster.local.spark import is_local_relation
 from shift_left_dagster.local.storage import NotNullViolation, TableLogs
 from shift_left_dagster.local.store import Batch, Store
+from shift_left_dagster.local.views import TableViews
 
 COLUMNS = [("id", "BIGINT NOT NULL"), ("name", "STRING"), ("amount", "DECIMAL(10, 2)"), ("tags", "ARRAY<STRING>"),
            ("attrs", "MAP<STRING, INT>"), ("at", "TIMESTAMP(3)"), ("seen", "TIMESTAMP_LTZ(3)"),
@@ -151,3 +154,136 @@ def test_merged_batches_of_every_type_keep_each_record_where_it_was(spark: Spark
     assert logged(logs, table) == before  # every value, partition, offset, time and op as it was
     assert (merged.rows, merged.retractions) == (45, sum(d[11] in (UPDATE_BEFORE, DELETE) for d in data))
     assert merged.ranges == {p: (0, sum(r[-3] == p for r in before)) for p in {r[-3] for r in before}}
+
+
+FLAT = [("id", "BIGINT NOT NULL"), ("name", "STRING"), ("amount", "DECIMAL(10, 2)"), ("at", "TIMESTAMP(3)"),
+        ("seen", "TIMESTAMP_LTZ(3)"), ("raw", "BYTES"), ("day", "DATE"), ("score", "DOUBLE"), ("ok", "BOOLEAN"),
+        ("tags", "ARRAY<STRING>"), ("attrs", "MAP<STRING, INT>"), ("point", "ROW<`x` INT, `y z` DECIMAL(6, 2)>")]
+
+
+MAP = "map('k', {})"
+
+
+@pytest.mark.parametrize("keyed", [True, False], ids=["keyed", "keyless"])
+def test_values_the_driver_holds_are_written_without_a_spark_job(spark: SparkSession, tmp_path: Path, keyed: bool,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """INSERT ... VALUES: Spark holds the rows on the driver (a local relation); they are taken from there
+    with no Spark job, as the batch toArrow gives, times unshifted in a process that is not on UTC."""
+    monkeypatch.setenv("TZ", "America/New_York")  # Python's rows would carry times in this zone
+    time.tzset()
+    store = Store(tmp_path / "service.db")
+    logs = TableLogs(tmp_path / "tables", spark, store)
+    values = ", ".join(
+        f"({i % 4}, {'NULL' if i % 5 == 0 else repr(f'n{i}')}, {i}.25, TIMESTAMP_NTZ'2025-03-01 12:00:{i:02d}', "
+        f"TIMESTAMP'2025-03-01 23:{i:02d}:00', X'0{i % 10}', DATE'2025-03-{i + 1:02d}', {i / 8}, {i % 2 == 0}, "
+        f"array('t{i}', NULL), {'NULL' if i % 4 == 0 else MAP.format(i)}, named_struct('x', {i}, 'y z', {i}.5), "
+        f"TIMESTAMP'2025-03-01 00:00:00.{i:03d}', {OPS[i % 4]}, {i})" for i in range(12))
+    sql = (f"SELECT CAST(id AS BIGINT) id, name, CAST(amount AS DECIMAL(10, 2)) amount, at, seen, raw, day, "
+           f"CAST(score AS DOUBLE) score, ok, tags, CAST(attrs AS MAP<STRING, INT>) attrs, "
+           f"CAST(point AS STRUCT<x: INT, `y z`: DECIMAL(6, 2)>) point, `$rowtime`, CAST(`$op` AS TINYINT) `$op`, "
+           f"CAST(seq AS BIGINT) seq FROM VALUES {values} "
+           f"AS v(id, name, amount, at, seen, raw, day, score, ok, tags, attrs, point, `$rowtime`, `$op`, seq)")
+    written = {}
+    try:
+        for local in (True, False):
+            columns = [ColumnDef(name=n, type=t.removesuffix(" NOT NULL"), nullable=not t.endswith("NOT NULL"))
+                       for n, t in FLAT]
+            table = TableDef(uid=f"uid-{keyed}-{local}", id=TableId(catalog="c", database="d", name=f"v{local}"),
+                             columns=columns, distribution=["id"] if keyed else [], partitions=3 if keyed else 1)
+            store.create_table(table)
+            records = spark.sql(sql) if local else spark.sql(sql).repartition(2)  # a Spark job's rows
+            assert is_local_relation(records) == local
+            jobs = spark.sparkContext._jsc.sc().dagScheduler().numTotalJobs()
+            batch = logs.write(table, records, "p", order_by=["seq"], small_input=True, collect=True)
+            assert (spark.sparkContext._jsc.sc().dagScheduler().numTotalJobs() == jobs) == local
+            assert batch is not None
+            store.append_batches([batch])
+            written[local] = (table, batch)
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    names = [n for n, _ in FLAT] + ["$rowtime", "$partition", "$offset", "$op"]
+
+    def stored(table: TableDef) -> list[tuple]:
+        return sorted((tuple(hashable(r[n]) for n in names) for r in logs.read(table).collect()),
+                      key=lambda r: (r[-3], r[-2]))
+
+    assert stored(written[True][0]) == stored(written[False][0])
+    assert written[True][1].ranges == written[False][1].ranges
+    seen = {r[1]: r[4] for r in stored(written[True][0])}  # read back in this process's zone again: UTC
+    assert seen["n1"] == datetime(2025, 3, 1, 23, 1)
+
+
+def test_an_upsert_table_holding_each_key_once_is_its_records(spark: SparkSession, tmp_path: Path) -> None:
+    """State of an upsert table: its records as they are (no latest-row window) while each key is held once
+    and nothing is deleted; the latest row per key, deletes removed, once a key repeats or is deleted."""
+    store = Store(tmp_path / "service.db")
+    logs = TableLogs(tmp_path / "tables", spark, store)
+    views = TableViews(logs)
+    columns = [ColumnDef(name="id", type="BIGINT", nullable=False), ColumnDef(name="name", type="STRING")]
+    table = TableDef(uid="uid-up", id=TableId(catalog="c", database="d", name="up"), columns=columns,
+                     primary_key=["id"], distribution=["id"], partitions=2, changelog_mode="upsert")
+    store.create_table(table)
+
+    def append(rows: list[tuple[int, str, int]]) -> None:
+        frame = spark.createDataFrame([(i, n, START, op) for i, n, op in rows],
+                                      "id BIGINT, name STRING, `$rowtime` TIMESTAMP, `$op` TINYINT")
+        batch = logs.write(table, frame, "p", small_input=True, collect=True)
+        assert batch is not None
+        store.append_batches([batch])
+
+    def state() -> tuple[set[tuple[int, str]], bool]:
+        frame = views.state(table)
+        windowed = "Window" in frame._jdf.queryExecution().optimizedPlan().toString()
+        return {(r["id"], r["name"]) for r in frame.collect()}, windowed
+
+    append([(i, f"n{i}", INSERT) for i in range(6)])
+    append([(i, f"m{i}", INSERT) for i in range(6, 9)])
+    expected = {(i, f"n{i}") for i in range(6)} | {(i, f"m{i}") for i in range(6, 9)}
+    assert state() == (expected, False)
+    append([(2, "again", UPDATE_AFTER)])  # a key held twice: its latest row
+    assert state() == ((expected - {(2, "n2")}) | {(2, "again")}, True)
+    append([(7, "m7", DELETE)])
+    assert state() == ((expected - {(2, "n2"), (7, "m7")}) | {(2, "again")}, True)
+
+
+def test_highest_times_come_from_the_files_statistics(spark: SparkSession, tmp_path: Path) -> None:
+    """A run's watermark input (the highest time per partition) from parquet statistics, no Spark job, as
+    plain Python computes it from the records; a range ending inside a file is left to Spark, alike."""
+    store = Store(tmp_path / "service.db")
+    logs = TableLogs(tmp_path / "tables", spark, store)
+    views = TableViews(logs)
+    columns = [ColumnDef(name="id", type="BIGINT"), ColumnDef(name="at", type="TIMESTAMP(3)"),
+               ColumnDef(name="seen", type="TIMESTAMP_LTZ(3)")]
+    table = TableDef(uid="uid-times", id=TableId(catalog="c", database="d", name="times"), columns=columns,
+                     distribution=["id"], partitions=3)
+    store.create_table(table)
+    records = [(i, None if i % 3 == 0 else START + timedelta(milliseconds=7 * i, microseconds=999),
+                START + timedelta(seconds=i)) for i in range(40)]
+    for start, small in ((0, True), (20, False)):  # a file the driver wrote, one Spark wrote
+        frame = spark.createDataFrame([(*r, START, INSERT) for r in records[start:start + 20]], "id BIGINT, "
+                                      "at TIMESTAMP_NTZ, seen TIMESTAMP, `$rowtime` TIMESTAMP, `$op` TINYINT")
+        batch = logs.write(table, frame, "p", small_input=small, collect=small)
+        assert batch is not None
+        store.append_batches([batch])
+    located = [(r["$partition"], r["$offset"], r["id"]) for r in views.located(table).collect()]
+    ends = {p: max(o for q, o, _ in located if q == p) + 1 for p, _, _ in located}
+    epoch = datetime(1970, 1, 1)
+
+    def expected(ranges: dict[int, tuple[int, int]], at: int) -> dict[int, int | None]:
+        found: dict[int, int | None] = {}
+        for p, offset, i in located:
+            if ranges[p][0] <= offset < ranges[p][1]:
+                value = records[i][at]
+                millis = None if value is None else (value - epoch) // timedelta(milliseconds=1)
+                found[p] = max(filter(None, (found.get(p), millis)), default=None)
+        return found
+
+    whole = {p: (0, end) for p, end in ends.items()}
+    scheduler = spark.sparkContext._jsc.sc().dagScheduler()
+    jobs = scheduler.numTotalJobs()
+    assert views.highest_times(table, "at", whole) == expected(whole, 1)
+    assert views.highest_times(table, "seen", whole) == expected(whole, 2)
+    assert scheduler.numTotalJobs() == jobs
+    partial = {p: (1, end - 1) for p, end in ends.items()}
+    assert views.highest_times(table, "at", partial) == expected(partial, 1)
