@@ -21,12 +21,16 @@ engine runs elsewhere: the second property, a local result that does not depend 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from unittest import mock
 
 import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
+from hypothesis.internal.conjecture import providers
 
 from tests.oracle.compare import Verdict
 from tests.oracle.corpus import Case
@@ -91,9 +95,24 @@ def split_variants(generated: list[Generated]) -> tuple[list[Case], dict[str, st
     return variants, original
 
 
+@contextmanager
+def _without_local_constants() -> Iterator[None]:
+    """Hypothesis mixes into its draws the literals of every local module imported so far (its "local
+    constants", read from sys.modules): the same seed then draws other cases when the importing process
+    differs (the bench imports the local service, pytest what it collected) or any project file
+    changes. Without them a seed's cases depend only on the strategies and the Hypothesis version."""
+    empty = providers.Constants()
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        with mock.patch.object(providers, "_get_local_constants", lambda: empty):
+            yield
+    finally:
+        providers.CONSTANTS_CACHE.cache.clear()
+
+
 def draw_cases(count: int, seed: int) -> list[Generated]:
-    """`count` cases drawn with a fixed seed (the same cases on every run), no shrinking (both engines
-    run all the cases in one batch each, as the corpus)."""
+    """`count` cases drawn with a fixed seed (the same cases on every run, in any process), no shrinking
+    (both engines run all the cases in one batch each, as the corpus)."""
     found: list[Generated] = []
 
     # Hypothesis draws the simplest examples first: draw half as many again, keep a seeded sample.
@@ -104,7 +123,8 @@ def draw_cases(count: int, seed: int) -> list[Generated]:
     def collect(data: st.DataObject) -> None:
         found.append(data.draw(cases(f"g{seed}_{len(found)}")))
 
-    collect()
+    with _without_local_constants():
+        collect()
     return random.Random(seed).sample(found, min(count, len(found)))
 
 
