@@ -1,6 +1,6 @@
 """The long run of the differential test with generated queries (tests/oracle/generated.py).
 
-    python bench/bench_oracle_generated.py [--cases 2000] [--seed 26] [--batch 200] [--show 3]
+    python bench/bench_oracle_generated.py [--cases 2000] [--seed 26] [--batch 200] [--show 3] [--kinds window,over]
 
 Draws the cases with a fixed seed, runs them in batches (one PyFlink process and one local pass
 per batch) and prints: queries tried, agreements, disagreements by class (the case's kind, then
@@ -24,6 +24,7 @@ os.environ["SL_ORACLE_CACHE"] = "0"
 from shift_left_dagster.local.process import InProcessService  # noqa: E402
 from shift_left_dagster.local.spark import get_spark  # noqa: E402
 from tests.oracle.generated import (  # noqa: E402
+    KINDS,
     Summary,
     draw_cases,
     known_reason,
@@ -40,6 +41,7 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--batch", type=int, default=200, help="cases per Flink process and local pass")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="the query classes to draw (comma-separated)")
     parser.add_argument("--show", type=int, default=3, help="disagreeing cases printed as corpus YAML")
     parser.add_argument("--no-splits", dest="splits", action="store_false",
                         help="skip the second property (each single-source case's rows cut into other runs)")
@@ -48,7 +50,7 @@ def main() -> int:
         print(f"the PyFlink venv is absent ({venv_dir()}): python -m tests.oracle.venv --install")
         return 2
     started = time.monotonic()
-    generated = draw_cases(args.cases, args.seed)
+    generated = draw_cases(args.cases, args.seed, tuple(args.kinds.split(",")))
     print(f"drew {len(generated)} cases in {time.monotonic() - started:.0f} s", flush=True)
     total = Summary()
     with tempfile.TemporaryDirectory(prefix="sl-bench-generated-") as work:

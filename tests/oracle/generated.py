@@ -75,8 +75,11 @@ def known_reason(drawn: Generated) -> str | None:
     return KNOWN_GENERATED.get(drawn.kind)
 
 
-def cases(name: str) -> st.SearchStrategy[Generated]:
-    return st.one_of(*(strategy(name) for strategy in _CLASSES.values()))
+def cases(name: str, kinds: tuple[str, ...] = KINDS) -> st.SearchStrategy[Generated]:
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        raise ValueError(f"unknown query classes {unknown}: the grammar has {', '.join(KINDS)}")
+    return st.one_of(*(_CLASSES[kind](name) for kind in kinds))
 
 
 def split_variants(generated: list[Generated]) -> tuple[list[Case], dict[str, str]]:
@@ -110,7 +113,7 @@ def _without_local_constants() -> Iterator[None]:
         providers.CONSTANTS_CACHE.cache.clear()
 
 
-def draw_cases(count: int, seed: int) -> list[Generated]:
+def draw_cases(count: int, seed: int, kinds: tuple[str, ...] = KINDS) -> list[Generated]:
     """`count` cases drawn with a fixed seed (the same cases on every run, in any process), no shrinking
     (both engines run all the cases in one batch each, as the corpus)."""
     found: list[Generated] = []
@@ -121,7 +124,7 @@ def draw_cases(count: int, seed: int) -> list[Generated]:
     @hypothesis_seed(seed)
     @given(st.data())
     def collect(data: st.DataObject) -> None:
-        found.append(data.draw(cases(f"g{seed}_{len(found)}")))
+        found.append(data.draw(cases(f"g{seed}_{len(found)}", kinds)))
 
     with _without_local_constants():
         collect()
