@@ -79,6 +79,9 @@ def main() -> int:
                       f"{part.splits_agree}/{part.splits_tried} (Flink {run.flink_seconds:.0f} s, "
                       f"local {run.local_seconds:.0f} s: {steps}; compare {run.compare_seconds:.0f} s; "
                       f"load {os.getloadavg()[0]:.1f})", flush=True)
+                for drawn, why in part.disagreeing:  # at once: a run stopped early still names them
+                    print(f"  {drawn.kind} {' '.join(drawn.features)}: {why.splitlines()[-1].strip()[:300]}",
+                          flush=True)
     kinds: dict[str, int] = {}
     for drawn in ran:
         kinds[drawn.kind] = kinds.get(drawn.kind, 0) + 1
