@@ -1,6 +1,6 @@
 """The long run of the differential test with generated queries (tests/oracle/generated.py).
 
-    python bench/bench_oracle_generated.py [--cases 2000] [--seed 26] [--batch 200] [--show 3]
+    python bench/bench_oracle_generated.py [--cases 2000] [--seed 26] [--batch 200] [--show 3] [--kinds window,over]
 
 Draws the cases with a fixed seed, runs them in batches (one PyFlink process and one local pass
 per batch) and prints: queries tried, agreements, disagreements by class (the case's kind, then
@@ -24,6 +24,8 @@ os.environ["SL_ORACLE_CACHE"] = "0"
 from shift_left_dagster.local.process import InProcessService  # noqa: E402
 from shift_left_dagster.local.spark import get_spark  # noqa: E402
 from tests.oracle.generated import (  # noqa: E402
+    KINDS,
+    Generated,
     Summary,
     draw_cases,
     known_reason,
@@ -40,6 +42,9 @@ def main() -> int:
     parser.add_argument("--cases", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--batch", type=int, default=200, help="cases per Flink process and local pass")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="the query classes to draw (comma-separated)")
+    parser.add_argument("--minutes", type=float, default=None,
+                        help="start no batch that would end past this many minutes (the last batch's time)")
     parser.add_argument("--show", type=int, default=3, help="disagreeing cases printed as corpus YAML")
     parser.add_argument("--no-splits", dest="splits", action="store_false",
                         help="skip the second property (each single-source case's rows cut into other runs)")
@@ -48,24 +53,37 @@ def main() -> int:
         print(f"the PyFlink venv is absent ({venv_dir()}): python -m tests.oracle.venv --install")
         return 2
     started = time.monotonic()
-    generated = draw_cases(args.cases, args.seed)
+    generated = draw_cases(args.cases, args.seed, tuple(args.kinds.split(",")))
     print(f"drew {len(generated)} cases in {time.monotonic() - started:.0f} s", flush=True)
     total = Summary()
     with tempfile.TemporaryDirectory(prefix="sl-bench-generated-") as work:
         spark = get_spark()
         with InProcessService(Path(work), spark_factory=lambda: spark) as service:
+            ran: list[Generated] = []
+            last = 0.0
             for at in range(0, len(generated), args.batch):
+                if args.minutes is not None and time.monotonic() - started + last > 60 * args.minutes:
+                    print(f"stopped after {len(ran)} cases: the next batch would end past {args.minutes:.0f} min")
+                    break
+                began = time.monotonic()
                 batch = generated[at:at + args.batch]
                 variants, original = split_variants(batch) if args.splits else ([], {})
                 run = run_oracle([g.case for g in batch], service.url, Path(work), spark, variants=variants,
                                  original=original)
                 part = summarize(batch, run.verdicts, variants, original)
                 total.add(part)
+                ran += batch
+                last = time.monotonic() - began
+                steps = ", ".join(f"{step} {seconds:.0f}" for step, seconds in run.local_phases.items())
                 print(f"batch {at // args.batch + 1}: {part.agree}/{part.tried} agree, splits "
                       f"{part.splits_agree}/{part.splits_tried} (Flink {run.flink_seconds:.0f} s, "
-                      f"local {run.local_seconds:.0f} s, load {os.getloadavg()[0]:.1f})", flush=True)
+                      f"local {run.local_seconds:.0f} s: {steps}; compare {run.compare_seconds:.0f} s; "
+                      f"load {os.getloadavg()[0]:.1f})", flush=True)
+                for drawn, why in part.disagreeing:  # at once: a run stopped early still names them
+                    print(f"  {drawn.kind} {' '.join(drawn.features)}: {why.splitlines()[-1].strip()[:300]}",
+                          flush=True)
     kinds: dict[str, int] = {}
-    for drawn in generated:
+    for drawn in ran:
         kinds[drawn.kind] = kinds.get(drawn.kind, 0) + 1
     share = 100.0 * total.agree / max(total.tried, 1)
     print(f"\nqueries tried {total.tried} ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))}), "

@@ -56,6 +56,14 @@ class Table:
         """How a query names the time attribute."""
         return "`$rowtime`" if self.time == "rowtime" else "ts"
 
+    @property
+    def delay(self) -> str:
+        """The watermark delay as an INTERVAL literal Flink accepts (SECOND has two digits by default:
+        Flink refuses INTERVAL '600' SECOND, the local service runs it)."""
+        if self.delay_s and self.delay_s % 60 == 0:
+            return f"INTERVAL '{self.delay_s // 60}' MINUTE"
+        return f"INTERVAL '{self.delay_s}' SECOND"
+
     def column_type(self, name: str) -> str:
         return dict(self.columns)[name]
 
@@ -65,10 +73,10 @@ class Table:
         if self.time == "rowtime":
             lines.append("ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'")
         elif self.time == "declared":
-            lines += ["ts TIMESTAMP(3)", f"WATERMARK FOR ts AS ts - INTERVAL '{self.delay_s}' SECOND"]
+            lines += ["ts TIMESTAMP(3)", f"WATERMARK FOR ts AS ts - {self.delay}"]
         elif self.time == "computed":
             lines += ["ts_text STRING", "ts AS TO_TIMESTAMP(ts_text)",
-                      f"WATERMARK FOR ts AS ts - INTERVAL '{self.delay_s}' SECOND"]
+                      f"WATERMARK FOR ts AS ts - {self.delay}"]
         if self.upsert:
             lines.append("PRIMARY KEY (k) NOT ENFORCED")
         mode = "upsert" if self.upsert else "append"

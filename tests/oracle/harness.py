@@ -32,6 +32,7 @@ class OracleRun:
     flink_seconds: float
     local_seconds: float
     compare_seconds: float
+    local_phases: dict[str, float]  # seconds per step of the local side (local.py)
 
 
 def require_pyflink() -> None:
@@ -50,7 +51,8 @@ def run_oracle(cases: list[Case], url: str, data_dir: Path, spark: SparkSession,
     with ThreadPoolExecutor(max_workers=1) as pool:
         flink_future = pool.submit(_timed, lambda: run_flink(cases, each=each))
         local_started = time.monotonic()
-        local = run_local([*cases, *(variants or [])], url, data_dir, spark)
+        phases: dict[str, float] = {}
+        local = run_local([*cases, *(variants or [])], url, data_dir, spark, phases)
         local_seconds = time.monotonic() - local_started
         flink, flink_seconds = flink_future.result()
     began = time.monotonic()
@@ -58,7 +60,7 @@ def run_oracle(cases: list[Case], url: str, data_dir: Path, spark: SparkSession,
     expected |= {v.name: flink[(original or {})[v.name]] for v in variants or []}
     verdicts = compare_all(expected, local, spark)
     return OracleRun(verdicts=verdicts, flink_seconds=flink_seconds, local_seconds=local_seconds,
-                     compare_seconds=time.monotonic() - began)
+                     compare_seconds=time.monotonic() - began, local_phases=phases)
 
 
 def _timed(work):  # type: ignore[no-untyped-def]

@@ -62,22 +62,31 @@ def insert_sql(case: Case, table: str, rows: list[list[object]]) -> str:
     return f"INSERT INTO `{table}` ({names}) VALUES {values}"
 
 
-def run_local(cases: list[Case], url: str, data_dir: Path, spark: SparkSession) -> dict[str, LocalOutcome]:
-    """Every case on the local service at `url` (whose data dir is `data_dir`)."""
+def run_local(cases: list[Case], url: str, data_dir: Path, spark: SparkSession,
+              phases: dict[str, float] | None = None) -> dict[str, LocalOutcome]:
+    """Every case on the local service at `url` (whose data dir is `data_dir`); `phases` gets the
+    seconds each step took (where the time goes)."""
     started = time.monotonic()
+    lap = _Lap(phases if phases is not None else {})
     client = client_for(url)
     runs = [_Run(case=c, database=database_of(c)) for c in cases]
     for run in runs:
         for table in run.case.tables:
             _submit(client, run, "ddl", table.ddl)
     _wait(client, runs, "setup", ("COMPLETED",))
+    lap("create tables")
     _insert(client, runs, more=False)
+    lap("insert rows")
     for run in _live(runs):
         run.dml = _submit(client, run, "dml", run.case.dml)
     _wait(client, runs, "deploy", ("RUNNING", "COMPLETED"))
+    lap("deploy")
     quiesce(url)
+    lap("first run")
     _insert(client, runs, more=True)
+    lap("insert more_rows")
     quiesce(url)
+    lap("second run")
     _failed_at_run(client, runs)
     data = LocalData(data_dir, spark)
     try:
@@ -88,10 +97,23 @@ def run_local(cases: list[Case], url: str, data_dir: Path, spark: SparkSession) 
         for run in runs:
             if run.dml is not None:
                 client.delete_statement(run.dml, wait=False)
+    lap("read sinks")
     elapsed = (time.monotonic() - started) / max(len(runs), 1)
     for run in runs:
         run.outcome.seconds = elapsed
     return {run.case.name: run.outcome for run in runs}
+
+
+class _Lap:
+    """Adds the seconds since the last lap to a named step."""
+
+    def __init__(self, phases: dict[str, float]) -> None:
+        self.phases, self.last = phases, time.monotonic()
+
+    def __call__(self, step: str) -> None:
+        now = time.monotonic()
+        self.phases[step] = self.phases.get(step, 0.0) + now - self.last
+        self.last = now
 
 
 def _live(runs: list[_Run]) -> list[_Run]:

@@ -90,7 +90,8 @@ def _plain_type(text: str) -> str:
 def serialised(env: TableEnvironment, case: dict[str, Any], columns: list[list[str]]) -> Table:
     """The case's query as one STRING per row: a JSON array of each sink column's text (scalars as
     CAST(... AS STRING), nested values as JSON_STRING), after the cast the INSERT would apply."""
-    width = len(env.sql_query(case["query"]).get_schema().get_field_names())
+    # The INSERT was planned (plan_case): the query has a column for each target (the sink's, unlisted).
+    width = len(case.get("target_columns") or columns)
     names = [f"q{i}" for i in range(width)]
     targets = case.get("target_columns") or [c[0] for c in columns][:width]
     source = {t.lower(): n for t, n in zip(targets, names, strict=True)}

@@ -1,5 +1,5 @@
 """Where the translator orders by arrival (Top-N ties, keep-last deduplication, ARRAY_AGG elements), how it
-holds a LEFT interval join's unmatched rows until the watermark passes their interval
+holds an outer interval join's unmatched rows until the watermark passes their interval
 (translation/interval_join.py), and how a window aggregation is gated (windows.py): the Spark SQL the
 engine runs, checked by shape; the results against Apache Flink are the oracle's (tests/oracle)."""
 
@@ -40,9 +40,27 @@ def test_left_interval_join_keeps_an_unmatched_row_only_once_expired() -> None:
     assert "NOT `b`.`ts` IS NULL" in query.sql
 
 
+def test_right_interval_join_keeps_an_unmatched_right_row_only_once_expired() -> None:
+    query = translated("SELECT a.k, b.v FROM t AS a RIGHT JOIN u AS b ON a.k = b.k "
+                       "AND b.ts BETWEEN a.ts - INTERVAL '5' MINUTE AND a.ts + INTERVAL '10' MINUTE")
+    assert [s.interval_time for s in query.scans] == ["ts", "ts"]
+    assert f"+ 300001 <= :{INTERVAL_UNTIL}" in query.sql  # b.ts + the most a.ts can exceed it + 1 ms
+    assert "NOT `a`.`ts` IS NULL" in query.sql
+    assert "600001" not in query.sql  # an unmatched left row is never emitted
+
+
+def test_full_interval_join_holds_both_sides() -> None:
+    query = translated("SELECT a.k, b.v FROM t AS a FULL JOIN u AS b ON a.k = b.k "
+                       "AND b.ts >= a.ts AND b.ts < a.ts + INTERVAL '2' HOUR")
+    assert f"+ 7200000 <= :{INTERVAL_UNTIL}" in query.sql  # a.ts + 2 h - 1 ms + 1 ms
+    assert f"+ 1 <= :{INTERVAL_UNTIL}" in query.sql  # b.ts + 0 + 1 ms
+    assert "NOT `a`.`ts` IS NULL" in query.sql and "NOT `b`.`ts` IS NULL" in query.sql
+
+
 @pytest.mark.parametrize("sql", [
     "SELECT a.k, b.v FROM t AS a JOIN u AS b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' HOUR",
     "SELECT a.k, b.v FROM t AS a LEFT JOIN u AS b ON a.k = b.k",
+    "SELECT a.k, b.v FROM t AS a LEFT JOIN u AS b ON a.k = b.k AND b.ts <= a.ts + INTERVAL '1' HOUR",  # one bound
 ])
 def test_inner_and_regular_joins_hold_nothing(sql: str) -> None:
     query = translated(sql)
