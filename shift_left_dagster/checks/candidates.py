@@ -17,7 +17,7 @@ Keys only the serving version holds are its history before T: reported, refused 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import BaseModel, Field
 from pyspark.sql import DataFrame
@@ -31,7 +31,7 @@ from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.confluent.models import Statement
 from shift_left_dagster.deploy.live import CODE_VERSION_LABEL, live_state
 from shift_left_dagster.deploy.naming import versioned_name
-from shift_left_dagster.deploy.rewrite import source_options
+from shift_left_dagster.deploy.rewrite import reads_from, source_options
 from shift_left_dagster.project.analysis import StateForm
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import FlinkTable
@@ -99,12 +99,12 @@ def key_rules(table: FlinkTable, reader: SinkReader, old: str, new: str, stateme
     its serving version (`old`, written by `serving`), the problems (each rule broken, with sample keys), and
     notes (rules this reader can not evaluate)."""
     key = list(table.primary_key)
-    start = reads_from(statement)
+    start = reads_from(statement.spec.statement or "")
     since = f"from {start:%Y-%m-%d %H:%M:%S} on" if start else "from earliest"
     has, had = _keys(reader.rows(new), key), _keys(reader.rows(old), key)
     counts = {"only_old": had.subtract(has).count(), "only_new": has.subtract(had).count()}
     problems: list[str] = []
-    timed = reader.written_keys(new, key) is not None  # record times: the records from `start` on can be told
+    timed = reader.has_record_times  # the records from `start` on can be told
     if start is not None and not timed:
         return counts, problems, [f"reads from {start:%Y-%m-%d %H:%M:%S}: its keys are not judged (this sink "
                                   "reader has no record times to tell the source records from then on)"]
@@ -124,7 +124,7 @@ def key_rules(table: FlinkTable, reader: SinkReader, old: str, new: str, stateme
     if counts["lost_since_start"]:
         problems.append(f"{counts['lost_since_start']} key(s) the serving version wrote from records {since} "
                         f"are missing ({_sample(lost)})")
-    served_from = reads_from(serving)
+    served_from = reads_from(serving.spec.statement or "")
     if total(reader.lag(serving)) == 0:
         # only keys from records the serving version read: none before its own start (a reprocess itself)
         later = has if served_from is None or (start is not None and start >= served_from) else \
@@ -141,14 +141,6 @@ def _written(reader: SinkReader, table: str, key: list[str], since: datetime | N
     written = reader.written_keys(table, key, since)
     assert written is not None  # (asked only of a reader with record times)
     return written
-
-
-def reads_from(statement: Statement) -> datetime | None:
-    """Where a version's statement starts reading its sources (a reprocess's T); None: from earliest."""
-    starts = [int(options["scan.startup.timestamp-millis"])
-              for options in source_options(statement.spec.statement or "").values()
-              if options.get("scan.startup.mode") == "timestamp" and "scan.startup.timestamp-millis" in options]
-    return datetime.fromtimestamp(min(starts) / 1000, UTC) if starts else None
 
 
 def comparable(table: FlinkTable, statement: Statement, serving: Statement | None) -> bool:

@@ -47,6 +47,7 @@ class SinkConfig(BaseModel):
 class SinkReader(Protocol):
     ignore_columns: list[str]
     separates_stretches: bool  # can tell the rows each code version wrote apart (by offset)
+    has_record_times: bool  # can tell the records from a time on (a reprocessed version's sources from T)
 
     def snapshot(self) -> AbstractContextManager[None]:
         """Reads inside see one consistent state (a statement's progress with the data it wrote)."""
@@ -86,6 +87,7 @@ class LocalSinkReader:
 
     ignore_columns: list[str] = []
     separates_stretches = True
+    has_record_times = True
 
     def __init__(self, data: LocalData) -> None:
         self.data = data
@@ -145,6 +147,7 @@ class FilesSinkReader:
     """
 
     separates_stretches = False  # landed files carry no offsets
+    has_record_times = False  # nor record times
 
     def __init__(self, spark: SparkSession, config: SinkConfig) -> None:
         if not config.path_template or "{table}" not in config.path_template:

@@ -56,6 +56,7 @@ from shift_left_dagster.confluent.errors import ConfluentError, NotFound
 from shift_left_dagster.confluent.models import Phase, Statement
 from shift_left_dagster.deploy.live import CODE_VERSION_LABEL, TABLE_LABEL
 from shift_left_dagster.deploy.naming import statement_name
+from shift_left_dagster.deploy.rewrite import reads_from
 from shift_left_dagster.deploy.stretches import split
 from shift_left_dagster.project.inventory import FlinkTable
 
@@ -170,6 +171,11 @@ def _verdict(check: CheckName | DataTest, table: FlinkTable, sink: str, reader: 
             return (False, f"not evaluated: the sink holds rows of {len(earlier)} earlier code version(s) (in-place "
                            "replacements) and this reader can not tell them apart by offset", {
                                "code_stretches": len(earlier) + 1}), Severity.WARN
+        start = reads_from(statement.spec.statement or "")
+        if start is not None and not reader.has_record_times:
+            return (False, f"not evaluated: the statement reads its sources from {start:%Y-%m-%d %H:%M:%S} (a "
+                           "reprocessed version) and this reader has no record times to tell those records apart",
+                    {"reads_from": start.isoformat()}), Severity.WARN
         declared = {c.name: c.type for c in table.ddl.columns} if table.ddl else None
         verdict = rules.reconcile(reader.expected(table, sink, statement), reader.rows(sink), table.primary_key,
                                   samples, declared)

@@ -5,6 +5,8 @@ As in sqlglot, each transform is a small function over the tree.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from sqlglot import exp
 
 from shift_left_dagster.project.analysis import source_tables
@@ -39,6 +41,14 @@ def source_options(sql: str) -> dict[str, dict[str, str]]:
         hints = table.args.get("hints") or []
         found[table.name] = hints[0].options if hints and isinstance(hints[0], OptionsHint) else {}
     return found
+
+
+def reads_from(sql: str) -> datetime | None:
+    """Where a DML starts reading its sources (a reprocessed version's T, from its `scan.startup.mode` =
+    `timestamp` hints); None: from earliest."""
+    starts = [int(options["scan.startup.timestamp-millis"]) for options in source_options(sql).values()
+              if options.get("scan.startup.mode") == "timestamp" and "scan.startup.timestamp-millis" in options]
+    return datetime.fromtimestamp(min(starts) / 1000, UTC) if starts else None
 
 
 def queries_of(sql: str) -> list[str]:

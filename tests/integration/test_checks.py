@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,11 @@ from shift_left_dagster.checks import (
     find_dml_statements,
     run_checks,
 )
+from shift_left_dagster.checks.models import Severity
 from shift_left_dagster.confluent.client import ConfluentClient
+from shift_left_dagster.deploy.backfill import window_options
 from shift_left_dagster.deploy.deployment import Deployer
+from shift_left_dagster.deploy.rewrite import with_source_options
 from shift_left_dagster.deploy.seed_topics import seed_raw_topics
 from shift_left_dagster.local.catalog import DELETE, INSERT, OP, ROWTIME, TableDef
 from shift_left_dagster.local.process import InProcessService
@@ -218,6 +222,26 @@ def test_files_reader_reconciles_landed_tables(p1: Deployed, tmp_path: Path) -> 
     assert failed(outcomes) == []
     assert counts(outcomes[("int_table_2", "reconciled")]) == {"missing": 0, "unexpected": 0, "different": 0}
     assert outcomes[("int_table_2", "statement_healthy")].metadata["lag_by_source"] == "unknown"
+
+
+def test_files_reader_does_not_judge_a_version_reading_from_a_start_time(p1: Deployed, tmp_path: Path) -> None:
+    """A reprocessed version reads its sources from T; landed files keep no record times, so the reader can not
+    compute what the SQL makes of the records from T on: `reconciled` says so as a warning, never a false red
+    against the whole history (issue 31) and never a pass."""
+    config = land(p1, tmp_path, "src_table_3", "int_table_2")
+    chosen = [p1.graph.tables["int_table_2"]]
+    statement = find_dml_statements(p1.client, chosen, ENV)["int_table_2"]
+    start = datetime(2026, 1, 2, tzinfo=UTC)
+    sql = with_source_options(statement.spec.statement or "", {"src_table_3": window_options(start, None)})
+    reprocessed = statement.model_copy(update={"spec": statement.spec.model_copy(update={"statement": sql})})
+    found = run_checks(chosen, FilesSinkReader(p1.spark, config), {"int_table_2": reprocessed},
+                       ChecksSettings(sample_rows=3, enabled=[CheckName.RECONCILED]))
+    assert [(o.check, o.passed, o.severity) for o in found] == [("reconciled", False, Severity.WARN)]
+    assert "not evaluated" in found[0].message and "2026-01-02 00:00:00" in found[0].message
+    # the same statement reading from earliest is judged, and passes
+    judged = run_checks(chosen, FilesSinkReader(p1.spark, config), {"int_table_2": statement},
+                        ChecksSettings(sample_rows=3, enabled=[CheckName.RECONCILED]))
+    assert [(o.check, o.passed) for o in judged] == [("reconciled", True)]
 
 
 def test_dropped_and_retyped_columns_fail_schema_matches_ddl_only(p1: Deployed, tmp_path: Path) -> None:
