@@ -30,8 +30,9 @@ def ratios(ours: list[float], baseline: list[float]) -> str:
 
 
 def paired_ratio(name: str, ours: Callable[[], float], baseline: Callable[[], float], pairs: int,
-                 target: float) -> float:
-    """`pairs` alternating runs of each (ours first); prints the per-pair ratios' median and worst."""
+                 target: float | None) -> float:
+    """`pairs` alternating runs of each (ours first); prints the per-pair ratios' median and worst (and the
+    verdict against `target`; None: a figure with no target yet)."""
     ratios, mine, theirs = [], [], []
     for _ in range(pairs):
         mine.append(ours())
@@ -39,8 +40,8 @@ def paired_ratio(name: str, ours: Callable[[], float], baseline: Callable[[], fl
         ratios.append(mine[-1] / theirs[-1])
     median = statistics.median(ratios)
     print(f"{name}: ratio median {median:.2f}x, worst {max(ratios):.2f}x over {pairs} pairs "
-          f"(ours median {statistics.median(mine):.2f} s, baseline median {statistics.median(theirs):.2f} s); "
-          f"{verdict(median, target)}")
+          f"(ours median {statistics.median(mine):.2f} s, baseline median {statistics.median(theirs):.2f} s)"
+          + (f"; {verdict(median, target)}" if target is not None else "; no target set"))
     return median
 
 
