@@ -16,7 +16,7 @@ from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.local.catalog import TableId
 from shift_left_dagster.local.process import InProcessService
 from shift_left_dagster.local.settings import IDENTITY
-from tests.integration.support import client_for, pipeline_order, quiesce, run, seed_statements, unique
+from tests.integration.support import client_for, deploy_pipelines, quiesce, run, seed_statements, unique
 
 ROOT = Path(__file__).resolve().parents[1]
 SINKS = ("fct_order", "v_p", "dim_c360_users", "fct_c360_purchase", "fct_c360_item_sales", "fct_c360_hourly_activity")
@@ -51,15 +51,7 @@ def deploy_project(client: ConfluentClient) -> int:
         for sql in seed_statements(seed.stem):
             run(client, unique("bench-seed"), sql)
             count += 1
-    deployed: set[str] = set()
-    for sink in SINKS:
-        for table, ddl, dml in pipeline_order(sink):
-            if table not in deployed:
-                deployed.add(table)
-                run(client, unique("bench-ddl"), ddl)
-                run(client, unique("bench-dml"), dml, "RUNNING", "COMPLETED")
-                count += 2
-    return count
+    return count + deploy_pipelines(client, SINKS, "bench")
 
 
 def sample_on_fresh_service(data: Path) -> float:

@@ -116,6 +116,19 @@ def pipeline_order(table: str) -> list[tuple[str, str, str]]:
     return result
 
 
+def deploy_pipelines(client: ConfluentClient, sinks: tuple[str, ...], prefix: str) -> int:
+    """Each sink with its ancestors, parents first, each table once: its DDL, then its DML until it runs
+    (or completes). The number of statements run."""
+    deployed: set[str] = set()
+    for sink in sinks:
+        for table, ddl, dml in pipeline_order(sink):
+            if table not in deployed:
+                deployed.add(table)
+                run(client, unique(f"{prefix}-ddl"), ddl)
+                run(client, unique(f"{prefix}-dml-{table.replace('_', '-')}"), dml, "RUNNING", "COMPLETED")
+    return 2 * len(deployed)
+
+
 def wire(value: Any) -> Any:
     """A Python value as the results endpoint writes it."""
     if value is None:

@@ -13,7 +13,7 @@ import pytest
 
 from tests.integration.support import (
     client_for,
-    pipeline_order,
+    deploy_pipelines,
     quiesce,
     run,
     seed_rows,
@@ -33,13 +33,7 @@ def c360(local_service):  # type: ignore[no-untyped-def]
     for topic in ("raw_users", "raw_groups", "raw_purchases", "raw_app_events"):
         for sql in seed_statements(topic):
             run(client, unique("c360-seed"), sql)
-    deployed: set[str] = set()
-    for sink in SINKS:
-        for table, ddl, dml in pipeline_order(sink):
-            if table not in deployed:
-                deployed.add(table)
-                run(client, unique("c360-ddl"), ddl)
-                run(client, unique(f"c360-dml-{table.replace('_', '-')}"), dml, "RUNNING", "COMPLETED")
+    deploy_pipelines(client, SINKS, "c360")
     assert quiesce(local_service.url)["quiet"]
     return client
 
