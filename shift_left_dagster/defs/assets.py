@@ -114,6 +114,13 @@ def flink_assets(
     (default `flink/<project>`), so two runs never plan against each other's half-done work.
     """
     built = build_flink_asset_specs(project, translator, select=select, exclude=exclude, checks=checks)
+    return _multi_asset_of(built, project, checks, partitions_def, name, pool)
+
+
+def _multi_asset_of(built: FlinkAssetSpecs, project: FlinkProject, checks: ChecksSettings | None,
+                    partitions_def: PartitionsDefinition | None, name: str | None,
+                    pool: str | None) -> Callable[[Callable[..., Any]], AssetsDefinition]:
+    """`@flink_assets` over specs already built (the ready-made assets reuse their raw topics' specs)."""
 
     def decorator(body: Callable[..., Any]) -> AssetsDefinition:
         return multi_asset(
@@ -158,8 +165,9 @@ def build_flink_assets(
     (from the range start when the range reaches the open partition).
     """
 
-    @flink_assets(project=project, translator=translator, select=select, exclude=exclude, checks=checks,
-                  partitions_def=partitions_def, name=name or f"flink_{project.name}", pool=pool)
+    built = build_flink_asset_specs(project, translator, select=select, exclude=exclude, checks=checks)
+
+    @_multi_asset_of(built, project, checks, partitions_def, name or f"flink_{project.name}", pool)
     def deploy_flink_tables(context: AssetExecutionContext, config: DeployConfig, confluent: ConfluentFlinkResource,
                             checks: FlinkChecksResource, spark: SparkResource):
         tags = context.run.tags
@@ -183,11 +191,9 @@ def build_flink_assets(
                           + "; ".join(lost))
         yield from run.stream()
 
-    externals = external_specs(project.graph, translator or FlinkTranslator(),
-                               [n for n in project.graph.tables if _chosen(n, select, exclude)])
     broken = build_broken_table_assets(project, translator, select=select, exclude=exclude,
                                        partitions_def=partitions_def, name=f"{name or f'flink_{project.name}'}_broken")
-    return [deploy_flink_tables, *externals, *broken]
+    return [deploy_flink_tables, *built.externals, *broken]
 
 
 BROKEN_GROUP = "broken"

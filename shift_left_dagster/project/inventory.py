@@ -370,7 +370,8 @@ def _read_keys(root: Path, files: list[TableFiles]) -> tuple[dict[str, str], dic
     base = str(root)
     for path in (p for entry in files for p in (entry.ddl, entry.dml) if p):
         try:
-            with open(os.path.join(base, path), "rb") as file:  # plain strings: this runs for every file, every load
+            # plain strings and an unbuffered read (the whole file at once): this runs for every file, every load
+            with open(os.path.join(base, path), "rb", buffering=0) as file:
                 keys[path] = _key(path, file.read())
         except OSError as error:  # e.g. a dangling symlink: this table only
             failures[path] = ProjectProblem(file=path, message=f"cannot read the file: {error}")
