@@ -28,7 +28,7 @@ from shift_left_dagster.local.errors import flink_detail
 from shift_left_dagster.local.event_time import WatermarkError
 from shift_left_dagster.local.group_aggregation import forget as forget_aggregates
 from shift_left_dagster.local.introspection import Introspection
-from shift_left_dagster.local.jobs import Job, JobError, Jobs, is_snapshot
+from shift_left_dagster.local.jobs import FirstRun, Job, JobError, Jobs, is_snapshot
 from shift_left_dagster.local.limits import shorten
 from shift_left_dagster.local.offsets import ScanError, format_offsets
 from shift_left_dagster.local.spark import get_spark
@@ -310,12 +310,14 @@ class Engine:
             raise Unsupported(f"{tree.key.upper()} statements", statement.line,
                               "the local service runs CREATE/DROP/ALTER TABLE, INSERT, STATEMENT SET and SELECT; "
                               "set options in the statement's spec.properties")
-        job = self.jobs.compile(name, statement, properties)
+        # (CREATE TABLE AS: its query validated whole before its table is created)
+        job = self.jobs.compile(name, statement, properties, starting=not isinstance(tree, exp.Create))
         state = self.store.run_state(name)
         if job.create is not None and state is None:
             self.ddl.create(statement, properties, job.sinks[0].table)
-            job = self.jobs.compile(name, statement, properties)
+            job = self.jobs.compile(name, statement, properties, starting=True)
         state = self.jobs.start(job, state)
+        first = self.jobs.first_run(job, statement, state)  # (the validation compile left to the first run)
         self.store.commit_run(name, state, [])
         self._jobs[name] = job
         bounded = all(p.bound is not None for p in state.sources.values())
@@ -329,14 +331,14 @@ class Engine:
             traits = _traits(job.sql_kind, bounded=bounded, append_only=append_only)
         self._set(name, RUNNING, " ".join(job.notes), traits=traits, latest_offsets=None,
                   latest_offsets_timestamp=None)
-        return self._advance(name)
+        return self._advance(name, first)
 
-    def _advance(self, name: str) -> bool:
+    def _advance(self, name: str, first: FirstRun | None = None) -> bool:
         job = self._job(name)
         state = self.store.run_state(name)
         if job is None or state is None:
             return False
-        run = self.jobs.advance(job, state)
+        run = self.jobs.advance(job, state, first)
         if run.advanced:
             self.store.commit_run(name, run.state, run.batches, run.results)
         if self.jobs.complete(run.state):
