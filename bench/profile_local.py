@@ -56,6 +56,7 @@ PHASES: list[tuple[type, str, str]] = [
     (jobs_module.Jobs, "compile", "compile job"),
     (jobs_module.Jobs, "validate", "  of which validate (Spark analysis)"),
     (jobs_module.Jobs, "_group_aggregation", "  of which plan GROUP BY accumulators"),
+    (jobs_module.Jobs, "first_run", "first run's sinks analysed (their validation)"),
     (jobs_module.Jobs, "start", "start offsets"),
     (jobs_module.Jobs, "advance", "run job"),
     (jobs_module.Jobs, "_fire", "  watermarks"),

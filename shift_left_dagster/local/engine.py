@@ -28,7 +28,7 @@ from shift_left_dagster.local.errors import flink_detail
 from shift_left_dagster.local.event_time import WatermarkError
 from shift_left_dagster.local.group_aggregation import forget as forget_aggregates
 from shift_left_dagster.local.introspection import Introspection
-from shift_left_dagster.local.jobs import Job, JobError, Jobs, is_snapshot
+from shift_left_dagster.local.jobs import FirstRun, Job, JobError, Jobs, is_snapshot
 from shift_left_dagster.local.limits import shorten
 from shift_left_dagster.local.offsets import ScanError, format_offsets
 from shift_left_dagster.local.spark import get_spark
@@ -76,6 +76,7 @@ class Engine:
         self._calls: list[tuple[Callable[[], Any], Future[Any]]] = []  # run on the engine thread
         self._jobs: dict[str, Job] = {}  # compiled jobs of RUNNING statements
         self._at_once: dict[str, bool] = {}  # statement -> completes when it starts (see _control)
+        self._idle: dict[str, tuple[Job, Marks]] = {}  # statement -> its job and tables' marks when it found nothing
         self._phase_moved = threading.Condition()  # notified on every phase change (see moved)
         self.startup_error: str | None = None
 
@@ -198,16 +199,31 @@ class Engine:
         start or tick in turn, the control work re-checked between two of them. So a DDL or a snapshot
         SELECT waits for one tick at most, never for a round over every running statement."""
         changed = self._control()
+        marks: dict[str, Any] | None = None  # the tables' marks, taken again once anything changed
         for name in self.store.names_in_phase(PENDING, RUNNING):
-            changed = self._control() or changed
+            if self._control():
+                changed, marks = True, None
             body = self.store.statement(name)
             phase = (body or {}).get("status", {}).get("phase")
             if phase == PENDING:
                 self._start(name)
-                changed = True
+                changed, marks = True, None
             elif phase == RUNNING:
-                changed = self._guarded(name, self._advance) or changed
+                marks = self.store.catalog_marks() if marks is None else marks
+                if self._nothing_new(name, marks):
+                    continue
+                if self._guarded(name, self._advance):
+                    changed, marks = True, None
+                elif (job := self._jobs.get(name)) is not None:
+                    self._idle[name] = (job, _marks_of(job, marks))
         return changed
+
+    def _nothing_new(self, name: str, marks: dict[str, Any]) -> bool:
+        """A running statement whose last run found nothing new, its job unchanged since and its tables
+        showing the same definitions and end offsets: its run would find nothing again (a run depends on
+        nothing else), so the round skips its store reads and checks."""
+        idle = self._idle.get(name)
+        return idle is not None and idle[0] is self._jobs.get(name) and idle[1] == _marks_of(idle[0], marks)
 
     def _control(self) -> bool:
         with self._waiters_lock:
@@ -220,6 +236,7 @@ class Engine:
         changed = bool(calls)
         for name in self.store.names_in_phase(DELETING):
             self._jobs.pop(name, None)
+            self._idle.pop(name, None)
             self._at_once.pop(name, None)
             forget_aggregates(self.data_dir, name)  # (before the statement goes: a crash between leaves none)
             self.store.delete_statement(name)
@@ -293,12 +310,14 @@ class Engine:
             raise Unsupported(f"{tree.key.upper()} statements", statement.line,
                               "the local service runs CREATE/DROP/ALTER TABLE, INSERT, STATEMENT SET and SELECT; "
                               "set options in the statement's spec.properties")
-        job = self.jobs.compile(name, statement, properties)
+        # (CREATE TABLE AS: its query validated whole before its table is created)
+        job = self.jobs.compile(name, statement, properties, starting=not isinstance(tree, exp.Create))
         state = self.store.run_state(name)
         if job.create is not None and state is None:
             self.ddl.create(statement, properties, job.sinks[0].table)
-            job = self.jobs.compile(name, statement, properties)
+            job = self.jobs.compile(name, statement, properties, starting=True)
         state = self.jobs.start(job, state)
+        first = self.jobs.first_run(job, statement, state)  # (the validation compile left to the first run)
         self.store.commit_run(name, state, [])
         self._jobs[name] = job
         bounded = all(p.bound is not None for p in state.sources.values())
@@ -312,19 +331,20 @@ class Engine:
             traits = _traits(job.sql_kind, bounded=bounded, append_only=append_only)
         self._set(name, RUNNING, " ".join(job.notes), traits=traits, latest_offsets=None,
                   latest_offsets_timestamp=None)
-        return self._advance(name)
+        return self._advance(name, first)
 
-    def _advance(self, name: str) -> bool:
+    def _advance(self, name: str, first: FirstRun | None = None) -> bool:
         job = self._job(name)
         state = self.store.run_state(name)
         if job is None or state is None:
             return False
-        run = self.jobs.advance(job, state)
+        run = self.jobs.advance(job, state, first)
         if run.advanced:
             self.store.commit_run(name, run.state, run.batches, run.results)
         if self.jobs.complete(run.state):
             self._set(name, COMPLETED, end_time=now())
             self._jobs.pop(name, None)
+            self._idle.pop(name, None)
             return True
         return run.advanced
 
@@ -345,12 +365,14 @@ class Engine:
     def _finish_stop(self, name: str) -> None:
         """STOPPING -> STOPPED with latest_offsets: per source topic, the next offset to read."""
         self._jobs.pop(name, None)
+        self._idle.pop(name, None)
         state = self.store.run_state(name)
         offsets = {topic: format_offsets(p.next) for topic, p in (state.sources.items() if state else [])}
         self._set(name, STOPPED, latest_offsets=offsets, latest_offsets_timestamp=now(), end_time=now())
 
     def _fail(self, name: str, detail: str, exception: str) -> None:
         self._jobs.pop(name, None)
+        self._idle.pop(name, None)
         detail = shorten(detail)  # never a huge SQL text repeated in full
         self.store.add_exception(name, exception, detail)
         self._set(name, FAILED, detail=detail, end_time=now())
@@ -374,6 +396,14 @@ class Engine:
     def _sql(self, name: str) -> str:
         body = self.store.statement(name)
         return body["spec"]["statement"] if body else ""
+
+
+Marks = tuple[tuple[str, Any], ...]
+
+
+def _marks_of(job: Job, marks: dict[str, Any]) -> Marks:
+    """The marks (definition, end offsets) of the tables a job reads or writes."""
+    return tuple((t.uid, marks.get(t.uid)) for t in job.tables)
 
 
 def on_its_way(body: dict[str, Any]) -> bool:

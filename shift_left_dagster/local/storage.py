@@ -15,7 +15,11 @@ write job and its commit protocol); a run over few records is also computed
 without code generation, which costs more than it saves on a few rows. A
 batch is counted (rows, retractions, NULLs in NOT NULL columns) on its Arrow
 columns, read back after a Spark write: counting inside the job (an observed
-metric) runs outside generated code and cost more. Compaction (compaction.py)
+metric) runs outside generated code and cost more. A batch whose records are
+all +I (appended rows, a stateful query's first run) has no `$op` column: readers
+take +I for a file without one, and a run over such files carries +I as a constant
+that Spark's optimizer folds (reading and writing a column of one value cost a
+stateless run over 1 M rows about a tenth of its time). Compaction (compaction.py)
 rewrites consecutive small batches as one, records and offsets unchanged.
 """
 
@@ -37,7 +41,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from shift_left_dagster.local.catalog import DELETE, OFFSET, OP, PARTITION, ROWTIME, UPDATE_BEFORE, TableDef
+from shift_left_dagster.local.catalog import DELETE, INSERT, OFFSET, OP, PARTITION, ROWTIME, UPDATE_BEFORE, TableDef
 from shift_left_dagster.local.spark import empty_frame, is_local_relation, without_codegen
 from shift_left_dagster.local.store import BASE, Batch, Store
 
@@ -47,6 +51,7 @@ from shift_left_dagster.local.store import BASE, Batch, Store
 ROW_INDEX = "_tmp_metadata_row_index"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _KEY_CHECKS_KEPT = 1024  # one_row_per_key answers kept (a set of files each)
+_OP_CHECKS_KEPT = 100_000  # files whose footer said whether they hold `$op`
 DRIVER_ROWS = 100_000  # at most this many records: a batch the driver writes, a run without code generation
 
 
@@ -60,6 +65,7 @@ class TableLogs:
         self.spark = spark
         self.store = store
         self._unique_keys: dict[frozenset[str], bool] = {}  # files -> one_row_per_key's answer
+        self._with_op: dict[str, bool] = {}  # file -> whether it has an `$op` column (a file never changes)
         root.mkdir(parents=True, exist_ok=True)
 
     def remove_unregistered(self) -> int:
@@ -101,7 +107,7 @@ class TableLogs:
         name = f"b-{uuid.uuid4().hex}"
         temporary = self.root / table.uid / f".tmp-{name}"
         files: dict[int, Path] = {}  # partition -> its file in the temporary folder
-        counted = [OP, *[c.name for c in table.stored_columns if not c.nullable]]
+        not_null = [c.name for c in table.stored_columns if not c.nullable]
         collected = None
         if collect:
             with without_codegen(self.spark) if small_input else nullcontext():
@@ -111,16 +117,19 @@ class TableLogs:
             for partition, part in collected.items():
                 files[partition] = temporary / f"{partition}.parquet"
                 pq.write_table(part, str(files[partition]))
-            written = {p: part.select(counted) for p, part in collected.items()}
+            written = {p: part.select([c for c in [OP, *not_null] if c in part.column_names])
+                       for p, part in collected.items()}
         else:  # one Spark task per partition, each writing one file named after its task's partition
-            self._placed(table, records, order_by, ordered).write.option("maxRecordsPerFile", 0).parquet(str(temporary))
+            with_op = not inserts_only(records)
+            self._placed(table, records, order_by, ordered, with_op=with_op).write.option(
+                "maxRecordsPerFile", 0).parquet(str(temporary))
             files = {int(f.name.split("-")[1]): f for f in temporary.glob("part-*.parquet")}
-            written = {p: pq.read_table(f, columns=counted) for p, f in files.items()}
+            written = {p: pq.read_table(f, columns=[OP, *not_null] if with_op else not_null) for p, f in files.items()}
         written = {p: w for p, w in sorted(written.items()) if w.num_rows}
         if not written:
             shutil.rmtree(temporary, ignore_errors=True)
             return None
-        violations = [c for c in counted[1:] if any(w[c].null_count for w in written.values())]
+        violations = [c for c in not_null if any(w[c].null_count for w in written.values())]
         if violations:
             shutil.rmtree(temporary, ignore_errors=True)
             raise NotNullViolation(
@@ -141,9 +150,10 @@ class TableLogs:
         return batch
 
     @staticmethod
-    def _placed(table: TableDef, records: DataFrame, order_by: Sequence[str], ordered: bool) -> DataFrame:
-        """The batch in stored columns for Spark to write: Spark partition p holds table partition p's
-        records, in `order_by` order."""
+    def _placed(table: TableDef, records: DataFrame, order_by: Sequence[str], ordered: bool, *,
+                with_op: bool = True) -> DataFrame:
+        """The batch in stored columns for Spark to write (`$op` only `with_op`): Spark partition p holds
+        table partition p's records, in `order_by` order."""
         keys = [F.col(f"`{k}`") for k in table.key_columns]
         if keys and table.partitions > 1:
             spread, ordered = records.repartition(table.partitions, *keys), False  # a shuffle interleaves
@@ -151,7 +161,7 @@ class TableLogs:
             spread = records.coalesce(table.partitions)  # whole Spark partitions, one after another
         if order_by and not ordered:
             spread = spread.sortWithinPartitions(*[F.col(f"`{c}`") for c in order_by])
-        return spread.select(*_stored(table))
+        return spread.select(*_stored(table, with_op=with_op))
 
     @staticmethod
     def _collected(table: TableDef, records: DataFrame, order_by: Sequence[str],
@@ -179,6 +189,8 @@ class TableLogs:
             return None
         # a stable sort: among equal rows, the order Spark gave
         rows = rows.sort_by([(PARTITION, "ascending"), *[(c, "ascending") for c in order_by]])
+        if rows.num_rows and pc.all(pc.equal(rows[OP], INSERT)).as_py():  # all +I: no `$op` column
+            stored.remove(OP)
         parts: dict[int, pa.Table] = {}
         start = 0
         for count in pc.value_counts(rows[PARTITION]).to_pylist():  # partitions in ascending order
@@ -193,16 +205,29 @@ class TableLogs:
         selected, exact = self._selected(table, ranges, producer)
         if not selected:
             return empty_frame(self.spark, table.storage_schema())
-        schema = T.StructType([*_stored_schema(table).fields, T.StructField(ROW_INDEX, T.LongType()),
+        with_op = [self._has_op(f) for f in selected.values()]
+        stored = [f for f in _stored_schema(table).fields if f.name != OP or any(with_op)]
+        schema = T.StructType([*stored, T.StructField(ROW_INDEX, T.LongType()),
                                T.StructField(PARTITION, T.IntegerType()), T.StructField(BASE, T.LongType())])
         files = self.spark.read.schema(schema).option("basePath", str(self.root / table.uid)).parquet(
             *[str(self.root.parent / f) for f in selected.values()])
+        insert = F.lit(INSERT).cast("tinyint")
+        # (a missing `$op` reads as NULL: never a bare column a pushed-down filter could drop a file by)
+        op = F.col(f"`{OP}`") if all(with_op) else F.coalesce(F.col(f"`{OP}`"), insert) if any(with_op) else insert
         frame = files.select(*[F.col(f"`{c.name}`") for c in table.stored_columns], F.col(f"`{ROWTIME}`"),
                              F.col(f"`{PARTITION}`"),
-                             (F.col(f"`{BASE}`") + F.col(ROW_INDEX)).alias(OFFSET), F.col(f"`{OP}`"))
+                             (F.col(f"`{BASE}`") + F.col(ROW_INDEX)).alias(OFFSET), op.alias(OP))
         if ranges is not None and not exact:
             frame = frame.where(in_ranges(ranges))
         return frame
+
+    def _has_op(self, file: str) -> bool:
+        """Whether a batch file has an `$op` column (one without holds +I records only), from its footer."""
+        if file not in self._with_op:
+            if len(self._with_op) >= _OP_CHECKS_KEPT:
+                self._with_op.clear()
+            self._with_op[file] = OP in pq.read_schema(self.root.parent / file).names
+        return self._with_op[file]
 
     def read_whole(self, table: TableDef, ranges: dict[int, tuple[int, int]]) -> bool:
         """Whether `read` takes each partition's records in the ranges from one file of one row group:
@@ -287,6 +312,10 @@ class TableLogs:
         for batch in batches:
             for partition, file in zip(batch.ranges, batch.files, strict=True):
                 parts.setdefault(partition, []).append(pq.read_table(self.root.parent / file))
+        for partition, tables in parts.items():  # a file without `$op` beside one with it: its +I spelled out
+            if any(OP in t.column_names for t in tables):
+                parts[partition] = [t if OP in t.column_names else t.append_column(
+                    pa.field(OP, pa.int8()), pa.array([INSERT] * t.num_rows, pa.int8())) for t in tables]
         ranges: dict[int, tuple[int, int]] = {}
         for batch in batches:
             for p, (first, end) in batch.ranges.items():
@@ -321,10 +350,26 @@ def drop_table(store: Store, root: Path, uid: str) -> None:
     shutil.rmtree(root / uid, ignore_errors=True)
 
 
-def _stored(table: TableDef) -> list[Column]:
-    """A batch's columns in its files: stored columns, $rowtime, $op (partition and offset: where it lies)."""
+def _stored(table: TableDef, *, with_op: bool = True) -> list[Column]:
+    """A batch's columns in its files: stored columns, $rowtime, $op unless every record is +I (partition
+    and offset: where it lies)."""
     return [*[F.col(f"`{c.name}`") for c in table.stored_columns], F.col(f"`{ROWTIME}`"),
-            F.col(f"`{OP}`").cast("tinyint").alias(OP)]
+            *([F.col(f"`{OP}`").cast("tinyint").alias(OP)] if with_op else [])]
+
+
+def inserts_only(records: DataFrame) -> bool:
+    """Whether Spark's optimizer makes the records' `$op` the constant +I (records read from files
+    without `$op`, a stateful run's inserts): their batch is then written without the column. False
+    when it can not tell (a Spark Connect session)."""
+    try:
+        plan = records.select(F.col(f"`{OP}`"))._jdf.queryExecution().optimizedPlan()
+    except AttributeError:
+        return False
+    if plan.nodeName() != "Project":
+        return False
+    column = plan.projectList().apply(0)
+    value = column.child() if column.nodeName() == "Alias" else column
+    return bool(value.foldable()) and value.eval(None) == INSERT
 
 
 def _stored_schema(table: TableDef) -> T.StructType:
@@ -374,7 +419,9 @@ def _local_arrow(frame: DataFrame, limit: int) -> pa.Table | None:
 
 
 def _retractions(written: pa.Table) -> int:
-    """How many records of a batch retract a row (-U, -D)."""
+    """How many records of a batch retract a row (-U, -D; none without `$op`)."""
+    if OP not in written.column_names:
+        return 0
     return int(pc.sum(pc.is_in(written[OP], value_set=pa.array([UPDATE_BEFORE, DELETE], pa.int8()))).as_py() or 0)
 
 

@@ -294,6 +294,16 @@ class Store:
                                   ("subjects", "table_uid")):
                 db.execute(f"DELETE FROM {table} WHERE {column} = ?", (uid,))
 
+    def catalog_marks(self) -> dict[str, tuple[str, tuple[tuple[int, int], ...]]]:
+        """Per table, its definition as stored and its end offsets, in two queries: what a continuous
+        statement's next run depends on besides its own progress (engine.py skips one whose tables show
+        the same marks as when it last found nothing new)."""
+        ends: dict[str, list[tuple[int, int]]] = {}
+        for uid, partition, offset in self._all("SELECT table_uid, partition, next_offset FROM partitions"):
+            ends.setdefault(uid, []).append((partition, offset))
+        return {uid: (definition, tuple(sorted(ends.get(uid, []))))
+                for uid, definition in self._all("SELECT uid, definition FROM tables")}
+
     def end_offsets(self, uid: str) -> dict[int, int]:
         """Next offset to be written, per partition (absent: 0)."""
         return {p: o for p, o in self._all("SELECT partition, next_offset FROM partitions WHERE table_uid = ?", uid)}

@@ -84,10 +84,13 @@ class Records:
         self.seen |= {b.id for b in batches}
         if not batches:
             return []
-        columns = [F.col(OP)] + [F.col(c.name) for c in self.table.stored_columns] + [F.col(ROWTIME)]
-        files = [str(self.service.data_dir / f) for b in batches for f in b.files]
-        frame = self.spark.read.parquet(*files).select(*columns)
-        return [tuple(r) for r in frame.collect()]
+        columns = [F.col(c.name) for c in self.table.stored_columns] + [F.col(ROWTIME)]
+        records: list[Row] = []
+        for file in [str(self.service.data_dir / f) for b in batches for f in b.files]:
+            frame = self.spark.read.parquet(file)  # a file without $op holds +I records only (storage.py)
+            op = F.col(OP) if OP in frame.columns else F.lit(INSERT).cast("tinyint")
+            records += [tuple(r) for r in frame.select(op, *columns).collect()]
+        return records
 
 
 def without_time(records: list[Row]) -> list[Row]:

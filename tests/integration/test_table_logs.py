@@ -11,8 +11,10 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from shift_left_dagster.local import storage
 from shift_left_dagster.local.catalog import DELETE, INSERT, UPDATE_AFTER, UPDATE_BEFORE, ColumnDef, TableDef, TableId
@@ -154,6 +156,39 @@ def test_merged_batches_of_every_type_keep_each_record_where_it_was(spark: Spark
     assert logged(logs, table) == before  # every value, partition, offset, time and op as it was
     assert (merged.rows, merged.retractions) == (45, sum(d[11] in (UPDATE_BEFORE, DELETE) for d in data))
     assert merged.ranges == {p: (0, sum(r[-3] == p for r in before)) for p in {r[-3] for r in before}}
+
+
+
+def test_a_batch_of_inserts_only_has_no_op_column_and_reads_as_inserts(spark: SparkSession, tmp_path: Path) -> None:
+    """+I is implied by a file without `$op`: a batch of inserts only, written by the driver (its ops all
+    +I) or by Spark (its $op a constant +I), has no such column; read alone, beside a file with `$op`
+    (a filter on $op pushed down must not drop a file without it), and merged with one, every record
+    keeps its op."""
+    store = Store(tmp_path / "service.db")
+    logs = TableLogs(tmp_path / "tables", spark, store)
+    table = table_def("inserts", keyed=False)
+    store.create_table(table)
+    data = rows(45)
+    inserts = [d[:11] + (INSERT,) + d[12:] for d in data[:30]]
+    for chunk, small in ((inserts[:15], True), (inserts[15:], False)):
+        records = frame(spark, chunk).withColumn("$op", F.lit(INSERT).cast("tinyint"))
+        batch = logs.write(table, records, "p", order_by=["seq"], small_input=small, collect=small)
+        assert batch is not None and batch.retractions == 0
+        assert all("$op" not in pq.read_schema(tmp_path / f).names for f in batch.files)
+        store.append_batches([batch])
+    assert {r[-1] for r in logged(logs, table)} == {INSERT}
+    mixed = logs.write(table, frame(spark, data[30:]), "p", order_by=["seq"], small_input=True, collect=True)
+    assert mixed is not None and all("$op" in pq.read_schema(tmp_path / f).names for f in mixed.files)
+    store.append_batches([mixed])
+    expected = Counter(hashable(d[:12]) for d in [*inserts, *data[30:]])
+    before = logged(logs, table)
+    assert Counter(hashable(r[:-3] + (r[-1],)) for r in before) == expected
+    kept = logs.read(table).where(F.col("`$op`") != UPDATE_BEFORE).count()
+    assert kept == sum(d[11] != UPDATE_BEFORE for d in [*inserts, *data[30:]])
+    runs = store.batches(table.uid)
+    merged = logs.merge(table, runs)
+    assert store.replace_batches(runs, merged)
+    assert logged(logs, table) == before
 
 
 FLAT = [("id", "BIGINT NOT NULL"), ("name", "STRING"), ("amount", "DECIMAL(10, 2)"), ("at", "TIMESTAMP(3)"),
