@@ -37,6 +37,19 @@ def write_table(pipelines: Path, folder: str, name: str, ddl: str, dml: str | No
         (scripts / f"dml.{name}.sql").write_text(dml)
 
 
+def recorded_paths(monkeypatch, function: str) -> list[str]:
+    """The paths the inventory module's `function(path, ...)` is called with from now on."""
+    paths: list[str] = []
+    real = getattr(inventory_module, function)
+
+    def recording(path, *args):
+        paths.append(path)
+        return real(path, *args)
+
+    monkeypatch.setattr(inventory_module, function, recording)
+    return paths
+
+
 def test_sample_project_graph(sample):
     graph = ProjectGraph(build_inventory(sample))
     assert graph.parents["fct_order"] == ["int_table_1", "int_table_2"]
@@ -118,14 +131,7 @@ def test_dml_writing_another_table_is_an_error(tmp_path):
 
 def test_cache_reparses_only_changed_files_and_is_never_stale(sample, monkeypatch):
     build_inventory(sample)  # fills the cache
-    parsed: list[str] = []
-    real = inventory_module.analyse_file
-
-    def counting(path, text):
-        parsed.append(path)
-        return real(path, text)
-
-    monkeypatch.setattr(inventory_module, "analyse_file", counting)
+    parsed = recorded_paths(monkeypatch, "analyse_file")
     warm = build_inventory(sample)
     assert parsed == []
     dml = sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
@@ -236,14 +242,7 @@ def test_a_warm_load_hashes_only_files_whose_stat_changed_and_still_sees_a_same_
     a same-size edit with its mtime put back still changes the ctime, so it is seen."""
     monkeypatch.setattr(inventory_module, "RACY_MARGIN_NS", 0)  # the files of this test are all fresh
     build_inventory(sample)  # stores every file's stat with its key
-    hashed: list[str] = []
-    real = inventory_module._key
-
-    def counting(path, content):
-        hashed.append(path)
-        return real(path, content)
-
-    monkeypatch.setattr(inventory_module, "_key", counting)
+    hashed = recorded_paths(monkeypatch, "_key")
     built = build_inventory(sample)
     assert hashed == []
     dml = sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
