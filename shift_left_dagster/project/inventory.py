@@ -98,6 +98,9 @@ class Inventory(BaseModel):
     pipelines: Path  # the folder read (usually root/pipelines; any name when given explicitly)
     tables: dict[str, FlinkTable]
     broken: list[BrokenTable] = Field(default_factory=list)  # sorted by table
+    # what it was built from, files and analyser (`_source_digest`): equal sources, equal inventories, so a
+    # cache of what derives from an inventory alone can key on it ("": unknown, e.g. an inventory made by hand)
+    source: str = ""
 
     @property
     def problems(self) -> list[ProjectProblem]:
@@ -159,7 +162,7 @@ def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inven
     scanned_ns = time.time_ns()  # before any file is looked at: the racy-clean rule's reference
     keys, failures, stamps = _read_keys(root, files, last.trusted_stamps() if last else {})
     deleted = deleted_in_git(pipelines) if any(f.ddl is None or f.dml is None for f in files) else set()
-    source = _source_digest(pipelines, files, keys, failures, deleted)
+    source = _source_digest(cache.version if cache else analyser_version(), pipelines, files, keys, failures, deleted)
     if last is not None and last.source == source:  # every file as when it was last built: nothing assembled
         if cache is not None and last.worth_restamping(stamps, scanned_ns):
             cache.save_inventory(source, last.inventory, stamps, scanned_ns)  # next time, fewer files read
@@ -168,17 +171,18 @@ def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inven
     tables, broken = _assemble(files, analyses, failures, deleted)
     broken = exclude_broken({n: _source_of(t) for n, t in tables.items()}, broken)
     healthy = {n: t for n, t in sorted(tables.items()) if n not in {b.table for b in broken}}
-    inventory = Inventory(root=root, pipelines=pipelines, tables=_with_changelog_state(healthy), broken=broken)
+    inventory = Inventory(root=root, pipelines=pipelines, tables=_with_changelog_state(healthy), broken=broken,
+                          source=source)
     if cache is not None:
         cache.save_inventory(source, inventory, stamps, scanned_ns)
     return inventory
 
 
-def _source_digest(pipelines: Path, files: list[TableFiles], keys: dict[str, str],
+def _source_digest(version: str, pipelines: Path, files: list[TableFiles], keys: dict[str, str],
                    failures: dict[str, ProjectProblem], deleted: set[str]) -> str:
-    """Everything an inventory is built from (with the code that builds it: analyser_version): the folder,
-    its table folders and files by content, the files that cannot be read, those git says were deleted."""
-    digest = hashlib.blake2b(str(pipelines).encode(), digest_size=16)
+    """Everything an inventory is built from: the code that builds it (analyser_version), the folder, its
+    table folders and files by content, the files that cannot be read, those git says were deleted."""
+    digest = hashlib.blake2b(f"{version}\0{pipelines}".encode(), digest_size=16)
     for entry in files:
         digest.update(f"\0{entry.type}\0{entry.product}\0{entry.folder}\0{entry.ddl}\0{entry.dml}".encode())
     digest.update(repr(sorted(keys.items())).encode())
