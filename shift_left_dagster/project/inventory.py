@@ -160,7 +160,8 @@ def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inven
     cache = AnalysisCache(root) if use_cache else None
     last = cache.last_inventory() if cache else None
     scanned_ns = time.time_ns()  # before any file is looked at: the racy-clean rule's reference
-    keys, failures, stamps = _read_keys(root, files, last.trusted_stamps() if last else {})
+    same_folder = last is not None and last.inventory.pipelines == pipelines  # a shared cache may hold another's
+    keys, failures, stamps = _read_keys(root, files, last.trusted_stamps() if last and same_folder else {})
     deleted = deleted_in_git(pipelines) if any(f.ddl is None or f.dml is None for f in files) else set()
     source = _source_digest(cache.version if cache else analyser_version(), pipelines, files, keys, failures, deleted)
     if last is not None and last.source == source:  # every file as when it was last built: nothing assembled
