@@ -13,6 +13,7 @@ from __future__ import annotations
 import gc
 import hashlib
 import os
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
@@ -97,6 +98,9 @@ class Inventory(BaseModel):
     pipelines: Path  # the folder read (usually root/pipelines; any name when given explicitly)
     tables: dict[str, FlinkTable]
     broken: list[BrokenTable] = Field(default_factory=list)  # sorted by table
+    # what it was built from, files and analyser (`_source_digest`): equal sources, equal inventories, so a
+    # cache of what derives from an inventory alone can key on it ("": unknown, e.g. an inventory made by hand)
+    source: str = ""
 
     @property
     def problems(self) -> list[ProjectProblem]:
@@ -154,27 +158,32 @@ def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inven
     if not files:
         raise ProjectError([_no_tables(pipelines)])
     cache = AnalysisCache(root) if use_cache else None
-    keys, failures = _read_keys(root, files)
+    last = cache.last_inventory() if cache else None
+    scanned_ns = time.time_ns()  # before any file is looked at: the racy-clean rule's reference
+    same_folder = last is not None and last.inventory.pipelines == pipelines  # a shared cache may hold another's
+    keys, failures, stamps = _read_keys(root, files, last.trusted_stamps() if last and same_folder else {})
     deleted = deleted_in_git(pipelines) if any(f.ddl is None or f.dml is None for f in files) else set()
-    source = _source_digest(pipelines, files, keys, failures, deleted)
-    known = cache.inventory(source) if cache else None
-    if known is not None:  # every file as when it was last built: one file read, nothing assembled
-        return known
+    source = _source_digest(cache.version if cache else analyser_version(), pipelines, files, keys, failures, deleted)
+    if last is not None and last.source == source:  # every file as when it was last built: nothing assembled
+        if cache is not None and last.worth_restamping(stamps, scanned_ns):
+            cache.save_inventory(source, last.inventory, stamps, scanned_ns)  # next time, fewer files read
+        return last.inventory
     analyses = _analyse_all(root, keys, failures, cache)
     tables, broken = _assemble(files, analyses, failures, deleted)
     broken = exclude_broken({n: _source_of(t) for n, t in tables.items()}, broken)
     healthy = {n: t for n, t in sorted(tables.items()) if n not in {b.table for b in broken}}
-    inventory = Inventory(root=root, pipelines=pipelines, tables=_with_changelog_state(healthy), broken=broken)
+    inventory = Inventory(root=root, pipelines=pipelines, tables=_with_changelog_state(healthy), broken=broken,
+                          source=source)
     if cache is not None:
-        cache.save_inventory(source, inventory)
+        cache.save_inventory(source, inventory, stamps, scanned_ns)
     return inventory
 
 
-def _source_digest(pipelines: Path, files: list[TableFiles], keys: dict[str, str],
+def _source_digest(version: str, pipelines: Path, files: list[TableFiles], keys: dict[str, str],
                    failures: dict[str, ProjectProblem], deleted: set[str]) -> str:
-    """Everything an inventory is built from (with the code that builds it: analyser_version): the folder,
-    its table folders and files by content, the files that cannot be read, those git says were deleted."""
-    digest = hashlib.blake2b(str(pipelines).encode(), digest_size=16)
+    """Everything an inventory is built from: the code that builds it (analyser_version), the folder, its
+    table folders and files by content, the files that cannot be read, those git says were deleted."""
+    digest = hashlib.blake2b(f"{version}\0{pipelines}".encode(), digest_size=16)
     for entry in files:
         digest.update(f"\0{entry.type}\0{entry.product}\0{entry.folder}\0{entry.ddl}\0{entry.dml}".encode())
     digest.update(repr(sorted(keys.items())).encode())
@@ -256,12 +265,37 @@ class CacheFile(BaseModel):
     entries: dict[str, FileAnalysis]
 
 
+Stamp = tuple[int, int, int, int, str]  # a file's size, mtime_ns, ctime_ns and inode, and its content key
+
+# git's racy-clean rule, with a margin for coarse file timestamps (FAT's are 2 s): a stat is trusted only if
+# the file's mtime and ctime are older than the scan that stored it by this much. An edit after that scan
+# sets the ctime to its own time (a user can put the mtime back, never the ctime), so the stat differs.
+RACY_MARGIN_NS = 2_000_000_000
+
+
 class InventoryFile(BaseModel):
-    """The last inventory built, with the digest of what it was built from (`_source_digest`)."""
+    """The last inventory built, with the digest of what it was built from (`_source_digest`) and the files'
+    stats then (`files`), so a warm load hashes only the files whose stat changed."""
 
     version: str
     source: str
     inventory: Inventory
+    scanned_ns: int = 0  # when the scan that took `files` began
+    files: dict[str, Stamp] = Field(default_factory=dict)
+
+    def trusted_stamps(self) -> dict[str, Stamp]:
+        """The stored stats old enough to stand for their file's content (the racy-clean rule)."""
+        return {path: stamp for path, stamp in self.files.items() if _settled(stamp, self.scanned_ns)}
+
+    def worth_restamping(self, stamps: dict[str, Stamp], scanned_ns: int) -> bool:
+        """A stat changed, or a file hashed now as too fresh then would be trusted from this scan on."""
+        return stamps != self.files or any(
+            _settled(stamp, scanned_ns) and not _settled(stamp, self.scanned_ns) for stamp in stamps.values())
+
+
+def _settled(stamp: Stamp, scanned_ns: int) -> bool:
+    before = scanned_ns - RACY_MARGIN_NS
+    return stamp[1] < before and stamp[2] < before
 
 
 class AnalysisCache:
@@ -285,22 +319,23 @@ class AnalysisCache:
             return {}
         return data.entries if data.version == self.version else {}
 
-    def inventory(self, source: str) -> Inventory | None:
-        """The inventory last built from exactly `source`, if it is the one stored."""
+    def last_inventory(self) -> InventoryFile | None:
+        """The inventory last built by this analyser version, with what it was built from."""
         try:
             data = InventoryFile.model_validate_json(self.inventory_file.read_bytes())
         except (OSError, ValueError):
             return None
-        return data.inventory if (data.version, data.source) == (self.version, source) else None
+        return data if data.version == self.version else None
 
     def save(self, entries: dict[str, FileAnalysis]) -> None:
         # defaults left out: a fifth of the bytes a warm load reads and parses
         self._write(self.file, CacheFile(version=self.version, entries=entries).model_dump_json(exclude_defaults=True))
 
-    def save_inventory(self, source: str, inventory: Inventory) -> None:
+    def save_inventory(self, source: str, inventory: Inventory, files: dict[str, Stamp], scanned_ns: int) -> None:
         """Kept when the folder is writable: a project whose analyses are all cached loads read-only, as before."""
         try:
-            self._write(self.inventory_file, InventoryFile(version=self.version, source=source, inventory=inventory)
+            self._write(self.inventory_file, InventoryFile(version=self.version, source=source, inventory=inventory,
+                                                           scanned_ns=scanned_ns, files=files)
                         .model_dump_json(exclude_defaults=True))
         except OSError:
             pass
@@ -363,19 +398,30 @@ def _analyse_batch(root: str, batch: list[str]) -> list[Analysed]:
 PARALLEL_THRESHOLD = 64  # below this, starting processes costs more than it saves
 
 
-def _read_keys(root: Path, files: list[TableFiles]) -> tuple[dict[str, str], dict[str, ProjectProblem]]:
-    """Each ddl/dml file's cache key (its content's hash), and the files that cannot be read."""
+def _read_keys(root: Path, files: list[TableFiles], trusted: dict[str, Stamp],
+               ) -> tuple[dict[str, str], dict[str, ProjectProblem], dict[str, Stamp]]:
+    """Each ddl/dml file's cache key (its content's hash), the files that cannot be read, and each file's
+    stamp. A file whose stat is as in `trusted` keeps its key unread (a stat costs a third of a read)."""
     failures: dict[str, ProjectProblem] = {}
     keys: dict[str, str] = {}
+    stamps: dict[str, Stamp] = {}
     base = str(root)
     for path in (p for entry in files for p in (entry.ddl, entry.dml) if p):
+        full = os.path.join(base, path)  # plain strings: this runs for every file, every load
         try:
-            # plain strings and an unbuffered read (the whole file at once): this runs for every file, every load
-            with open(os.path.join(base, path), "rb", buffering=0) as file:
+            known = trusted.get(path)
+            if known is not None:
+                stat = os.stat(full)
+                if (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino) == known[:4]:
+                    keys[path], stamps[path] = known[4], known
+                    continue
+            with open(full, "rb", buffering=0) as file:  # unbuffered: the whole file at once
+                stat = os.fstat(file.fileno())  # before the read: a later edit changes the ctime
                 keys[path] = _key(path, file.read())
+            stamps[path] = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, keys[path])
         except OSError as error:  # e.g. a dangling symlink: this table only
             failures[path] = ProjectProblem(file=path, message=f"cannot read the file: {error}")
-    return keys, failures
+    return keys, failures, stamps
 
 
 def _analyse_all(root: Path, keys: dict[str, str], failures: dict[str, ProjectProblem],

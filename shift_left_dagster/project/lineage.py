@@ -242,6 +242,10 @@ def _unknown(table: str, columns: Sequence[str], reason: str) -> TableLineage:
 class LineageCacheFile(BaseModel):
     version: str
     entries: dict[str, TableLineage]
+    # when every table of one inventory was traced: its source and each table's entry, so a load of that
+    # same inventory finds its tables' entries without computing their keys (Inventory.source)
+    inventory: str = ""
+    tables: dict[str, str] = Field(default_factory=dict)
 
 
 def lineage_version() -> str:
@@ -264,11 +268,13 @@ class ProjectLineage:
         self.used: dict[str, TableLineage] = {}
         self.memo: dict[str, TableLineage] = {}
         self.every: dict[str, TableLineage] | None = None
+        self.keys: dict[str, str] = {}  # table -> its entry's key, once known
+        self.stored_for: tuple[str, dict[str, str]] = ("", {})  # LineageCacheFile.inventory and .tables
         try:
             with paused_gc():  # thousands of small models, no cycles (as the inventory's cache)
                 data = LineageCacheFile.model_validate_json(self.file.read_bytes())
             if data.version == self.version:
-                self.stored = data.entries
+                self.stored, self.stored_for = data.entries, (data.inventory, data.tables)
         except (OSError, ValueError):
             pass
 
@@ -276,35 +282,50 @@ class ProjectLineage:
         if name not in self.memo:
             self.graph.require(name)
             job = self._job(name)
-            key = _key(job)
+            key = self.keys[name] = _key(job)
             found = self.stored.get(key)
             self.used[key] = self.memo[name] = found if found is not None else _trace(job)
         return self.memo[name]
 
     def all(self) -> dict[str, TableLineage]:
         """Every table, traced once (on every core when many changed), the cache saved: what definitions read."""
+        if self.every is None and self._stored_for_this_inventory():
+            self.keys = dict(self.stored_for[1])
+            self.used = {key: self.stored[key] for key in self.keys.values()}
+            self.memo = {name: self.stored[key] for name, key in self.keys.items()}
+            self.every = {name: self.memo[name] for name in self.graph.tables}
         if self.every is None:
             jobs = {_key(job): job for job in (self._job(n) for n in self.graph.tables if n not in self.memo)}
             missing = [job for key, job in jobs.items() if key not in self.stored]
             traced = {result.table: result for result in _trace_all(missing)}
             for key, job in jobs.items():
                 self.used[key] = self.memo[job[0]] = traced[job[0]] if key not in self.stored else self.stored[key]
+                self.keys[job[0]] = key
             self.every = {name: self.memo[name] for name in self.graph.tables}
             self.save()
         return self.every
 
+    def _stored_for_this_inventory(self) -> bool:
+        """The cache was saved once every table of this very inventory was traced, and holds their entries."""
+        source, tables = self.stored_for
+        return (bool(source) and source == self.graph.inventory.source and not self.memo
+                and tables.keys() == self.graph.tables.keys() and all(k in self.stored for k in tables.values()))
+
     def save(self) -> None:
-        """Write what was traced; once every table was visited, only their entries (stale ones go)."""
+        """Write what was traced; once every table was visited, only their entries (stale ones go), with the
+        inventory they are of."""
         every = len(self.memo) == len(self.graph.tables)
         entries = dict(self.used) if every else {**self.stored, **self.used}
-        if entries.keys() == self.stored.keys():
+        stored_for = (self.graph.inventory.source, dict(self.keys)) if every else ("", {})
+        if entries.keys() == self.stored.keys() and stored_for == self.stored_for:
             return
         try:
             self.file.parent.mkdir(parents=True, exist_ok=True)
             temporary = self.file.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(LineageCacheFile(version=self.version, entries=entries).model_dump_json())
+            temporary.write_text(LineageCacheFile(version=self.version, entries=entries, inventory=stored_for[0],
+                                                  tables=stored_for[1]).model_dump_json())
             os.replace(temporary, self.file)  # atomic: a concurrent reader sees old or new
-            self.stored = entries
+            self.stored, self.stored_for = entries, stored_for
         except OSError:
             pass  # a read-only project still loads: the cache only saves time
 

@@ -37,6 +37,19 @@ def write_table(pipelines: Path, folder: str, name: str, ddl: str, dml: str | No
         (scripts / f"dml.{name}.sql").write_text(dml)
 
 
+def recorded_paths(monkeypatch, function: str) -> list[str]:
+    """The paths the inventory module's `function(path, ...)` is called with from now on."""
+    paths: list[str] = []
+    real = getattr(inventory_module, function)
+
+    def recording(path, *args):
+        paths.append(path)
+        return real(path, *args)
+
+    monkeypatch.setattr(inventory_module, function, recording)
+    return paths
+
+
 def test_sample_project_graph(sample):
     graph = ProjectGraph(build_inventory(sample))
     assert graph.parents["fct_order"] == ["int_table_1", "int_table_2"]
@@ -118,14 +131,7 @@ def test_dml_writing_another_table_is_an_error(tmp_path):
 
 def test_cache_reparses_only_changed_files_and_is_never_stale(sample, monkeypatch):
     build_inventory(sample)  # fills the cache
-    parsed: list[str] = []
-    real = inventory_module.analyse_file
-
-    def counting(path, text):
-        parsed.append(path)
-        return real(path, text)
-
-    monkeypatch.setattr(inventory_module, "analyse_file", counting)
+    parsed = recorded_paths(monkeypatch, "analyse_file")
     warm = build_inventory(sample)
     assert parsed == []
     dml = sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
@@ -219,3 +225,40 @@ def test_a_seeds_folder_types_its_tables_seed_as_shift_left_does(tmp_path: Path)
     folder.mkdir(parents=True)
     (folder / "ddl.s_t.sql").write_text("CREATE TABLE s_t (a STRING) WITH ('changelog.mode' = 'append');\n")
     assert build_inventory(tmp_path / "pipelines", use_cache=False).tables["s_t"].type == "seed"
+
+
+def same_size_edit(file: Path, old: str, new: str) -> None:
+    """Rewrite a file keeping its size and its mtime (as an edit within one timestamp tick leaves it)."""
+    text = file.read_text()
+    assert len(old) == len(new) and old in text
+    before = file.stat()
+    file.write_text(text.replace(old, new))
+    os.utime(file, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (file.stat().st_size, file.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+
+
+def test_a_warm_load_hashes_only_files_whose_stat_changed_and_still_sees_a_same_tick_edit(sample, monkeypatch):
+    """Content keys from (size, mtime, ctime, inode) once a file is older than the scan that stored them;
+    a same-size edit with its mtime put back still changes the ctime, so it is seen."""
+    monkeypatch.setattr(inventory_module, "RACY_MARGIN_NS", 0)  # the files of this test are all fresh
+    build_inventory(sample)  # stores every file's stat with its key
+    hashed = recorded_paths(monkeypatch, "_key")
+    built = build_inventory(sample)
+    assert hashed == []
+    dml = sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
+    same_size_edit(dml, "REFUNDED", "REFUNDEX")
+    changed = build_inventory(sample)
+    assert hashed == ["pipelines/intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"]
+    assert changed != built
+    assert changed == build_inventory(sample, use_cache=False)
+
+
+def test_a_file_edited_within_the_racy_margin_of_the_last_scan_is_hashed_anyway(sample):
+    """git's racy-clean rule: a stat no older than the scan that stored it (with a margin for coarse
+    timestamps) proves nothing, so a same-size, same-mtime edit right after a load is still seen."""
+    built = build_inventory(sample)
+    dml = sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
+    same_size_edit(dml, "REFUNDED", "REFUNDEX")
+    changed = build_inventory(sample)
+    assert changed != built
+    assert changed == build_inventory(sample, use_cache=False)

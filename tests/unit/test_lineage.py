@@ -215,6 +215,27 @@ def test_lineage_is_cached_on_disk_and_retraced_when_a_parent_ddl_changes(
     assert renamed["t"].columns == {"k": [P("s", "key")], "v": [P("s", "v")]}
 
 
+def test_an_unchanged_inventory_finds_its_tables_lineage_without_computing_their_keys(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """lineage.json names the inventory it was saved for (Inventory.source): the same inventory reads each
+    table's entry by name; a changed file changes the source, so the tables' keys decide again."""
+    monkeypatch.delenv("SHIFT_LEFT_DAGSTER_CACHE", raising=False)
+    first = ProjectLineage(_project(tmp_path, "k STRING, v INT")).all()
+
+    def fail(*args: object) -> str:
+        raise AssertionError("keyed or traced again")
+
+    monkeypatch.setattr(lineage_module, "_key", fail)
+    monkeypatch.setattr(lineage_module, "compute_lineage", fail)
+    again = ProjectLineage(_project(tmp_path, "k STRING, v INT"))
+    assert again.all() == first
+    assert again.of("t") == first["t"]
+    monkeypatch.undo()
+    renamed = ProjectLineage(_project(tmp_path, "kk STRING, v INT")).all()  # s's DDL edited: a new inventory
+    assert renamed["t"].columns == {"k": [P("s", "kk")], "v": [P("s", "v")]}
+
+
 def test_unknown_columns_are_in_the_asset_metadata_with_their_reason(tmp_path: Path) -> None:
     _project(tmp_path, "k STRING, v INT")
     built = build_flink_asset_specs(FlinkProject(str(tmp_path / "pipelines")), FlinkTranslator())
