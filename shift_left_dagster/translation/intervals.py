@@ -40,6 +40,12 @@ def refuse_wide_intervals(statement: Statement, source: str) -> None:
                                 f"{name}({precision}) field: write INTERVAL '{text.name}' {wide} or a larger unit")
 
 
+def interval_unit(interval: exp.Interval) -> str | None:
+    """A one-field interval's unit (`SECOND` for INTERVAL '5' SECOND and for INTERVAL '600' SECOND(3))."""
+    unit = interval.args.get("unit")
+    return None if isinstance(unit, exp.IntervalSpan) else _field(unit)[0]
+
+
 def _field(node: exp.Expr | None) -> tuple[str | None, int]:
     """A unit's name and leading precision: `SECOND` is a Var (precision 2), `SECOND(3)` a function node."""
     if isinstance(node, exp.Var):
