@@ -38,6 +38,7 @@ from shift_left_dagster.local.types import UnsupportedType, result_type
 from shift_left_dagster.local.views import TemporalJoinError
 from shift_left_dagster.project.dialect import StatementSet
 from shift_left_dagster.project.parsing import FlinkSqlError, Statement, parse_statements
+from shift_left_dagster.translation.intervals import refuse_wide_intervals
 from shift_left_dagster.translation.reserved import refuse_reserved_names
 from shift_left_dagster.translation.spark import Unsupported
 
@@ -299,6 +300,7 @@ class Engine:
             return True
         statement = self._parse(name, body["spec"]["statement"])
         refuse_reserved_names(statement, name)
+        refuse_wide_intervals(statement, name)
         tree = statement.tree
         if isinstance(tree, (exp.Create, exp.Drop, exp.Alter)) and not (
             isinstance(tree, exp.Create) and tree.expression is not None

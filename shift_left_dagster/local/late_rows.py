@@ -13,7 +13,9 @@ Within a run the watermark advances per record, as Flink's does (every record mo
 highest time so far minus the delay, emitted after the record): `arrival_watermarks` gives each
 record the watermark it met. Where that is Flink's own (one source of one partition: the order is the
 log's), window TVFs (windows.py) count a record only in the windows not fired at its arrival, and an
-unbounded OVER or a keep-first deduplication judges it by that watermark. A bounded OVER is replayed
+unbounded OVER or a keep-first deduplication judges it by that watermark (a keep-first row at that
+watermark is kept but held back while the watermark stays there: Flink's timer for it fires only at
+the next watermark). A bounded OVER is replayed
 record by record on the driver (its rule depends on which rows its key fired before): dropped rows
 join the progress, and a late row it keeps is held back until the watermark next rises, as Flink's
 timer for it fires only then.
@@ -82,6 +84,10 @@ def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sou
                     progress.dropped[_dropped_key(query_key, index)], progress.dropped[_held_key(query_key, index)] = \
                         replayed
                     continue
+            if per_record and scan.late.kind == "before":
+                after = fired.get(query_key, (MIN_WATERMARK, MIN_WATERMARK))[1]
+                progress.dropped[_held_key(query_key, index)] = _held_at_watermark(
+                    views, table, scan, progress, upper[table.uid], after)
             if before == MIN_WATERMARK and (not per_record or scan.late.kind == "key"):
                 continue  # nothing is late before the query has a watermark
             new = {p: (progress.next.get(p, 0), upper[table.uid][p]) for p in range(table.partitions)}
@@ -130,6 +136,27 @@ def _after_key_last(views: TableViews, table: TableDef, rule: LateRule, progress
     earlier = F.when(~fresh & (time <= watermark), time)
     rows = views.located(table, read).withColumn(_LAST, F.max(earlier).over(Window.partitionBy(*keys)))
     return rows.where(fresh & (time <= F.col(_LAST)))
+
+
+def _held_at_watermark(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress,
+                       upper: Mapping[int, int], watermark: int) -> dict[int, list[int]]:
+    """A keep-first deduplication's rows still waiting after this run (one Spark job): those whose time
+    was the watermark they met and still is. Flink keeps such a row and registers its timer at the
+    row's time, already reached: the timer fires at the next watermark, which comes only when it rises."""
+    assert scan.event_time is not None
+    if watermark == MIN_WATERMARK:
+        return {}
+    read = {p: (progress.start.get(p, 0), end) for p, end in upper.items()}
+    time = F.unix_millis(F.col(f"`{scan.event_time}`").cast("timestamp"))
+    earlier = Window.partitionBy(F.col(f"`{PARTITION}`")).orderBy(F.col(f"`{OFFSET}`")).rowsBetween(
+        Window.unboundedPreceding, -1)
+    met = F.max(time).over(earlier) - watermark_spec(table).delay_ms
+    held = views.located(table, read).withColumn(_MET, met).where(
+        (time == F.lit(watermark)) & (F.col(_MET) == F.lit(watermark)))
+    found: dict[int, list[int]] = {}
+    for row in held.select(PARTITION, OFFSET).collect():
+        found.setdefault(int(row[PARTITION]), []).append(int(row[OFFSET]))
+    return found
 
 
 def _progress(state: RunState, table_uid: str) -> SourceProgress | None:

@@ -18,7 +18,7 @@ import json
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -87,11 +87,14 @@ def _tasks(statement: str, sql: str) -> dict[str, tuple[str, str | None]]:
     return found
 
 
-def samples(store: Store, data_dir: Path | None = None) -> list[Sample]:
-    """Every metric of every statement that has run, now."""
+def samples(store: Store, data_dir: Path | None = None, only: Collection[str] | None = None) -> list[Sample]:
+    """Every metric of every statement that has run (of `only`, when given), now. The sampler passes the
+    running statements: a statement's task graph is parsed from its SQL, once per statement kept in the
+    cache, so parsing every statement ever created each time stalls a service holding thousands."""
     out: list[Sample] = []
     with store.transaction() as db:
-        statements = db.execute("SELECT name, compute_pool_id, body FROM statements").fetchall()
+        statements = [s for s in db.execute("SELECT name, compute_pool_id, body FROM statements").fetchall()
+                      if only is None or s[0] in only]
         runs = dict(db.execute("SELECT statement, state FROM runs").fetchall())
         written = db.execute("SELECT b.producer, t.name, SUM(b.rows) FROM batches b JOIN tables t "
                              "ON t.uid = b.table_uid WHERE b.producer IS NOT NULL GROUP BY b.producer, t.name"
@@ -190,7 +193,7 @@ class Sampler(threading.Thread):
         while not self.stopped.wait(SAMPLE_SECONDS):
             try:
                 running = set(self.store.names_in_phase("RUNNING", "DEGRADED"))  # only they emit metrics
-                found = [s for s in samples(self.store, self.data_dir) if s.statement in running]
+                found = samples(self.store, self.data_dir, running)
                 record(self.store, found, datetime.now(UTC))
             except sqlite3.ProgrammingError:  # the store closed: the service is stopping
                 return

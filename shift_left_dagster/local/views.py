@@ -30,6 +30,7 @@ from shift_left_dagster.translation.spark import ARRIVAL, HIDDEN, VALID_FROM, VA
 
 Ranges = dict[int, tuple[int, int]]
 _TIMES = (T.TimestampType, T.TimestampNTZType)
+_LATEST = "__sl_latest"  # a key's latest version time among the records before one (versions)
 
 
 class TemporalJoinError(ValueError):
@@ -118,9 +119,15 @@ class TableViews:
                 f"Temporal Table Join requires primary key in versioned table, but no primary key can be found "
                 f"for table '{table.name}'.")
         time = F.col(f"`{table.watermark_column or ROWTIME}`").cast("timestamp")
+        keys = [F.col(f"`{k}`") for k in table.primary_key]
         records = self.logs.read(table, ranges).where(F.col(f"`{OP}`") != UPDATE_BEFORE)
-        order = Window.partitionBy(*[F.col(f"`{k}`") for k in table.primary_key]).orderBy(
-            time, F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"))
+        # Flink's versioned view keeps a key's latest-timed row (RowTimeDeduplicateFunction, keep-last): an
+        # update older than a version that came before it is no version.
+        before = Window.partitionBy(*keys).orderBy(F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`")).rowsBetween(
+            Window.unboundedPreceding, -1)
+        records = records.withColumn(_LATEST, F.max(F.when(F.col(f"`{OP}`") != DELETE, time)).over(before)).where(
+            (F.col(f"`{OP}`") == DELETE) | F.col(_LATEST).isNull() | (time >= F.col(_LATEST)))
+        order = Window.partitionBy(*keys).orderBy(time, F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"))
         records = (records.withColumn(VALID_FROM, time).withColumn(VALID_TO, F.lead(time).over(order))
                    .where(F.col(f"`{OP}`") != DELETE))
         return records.select(*self._visible(table), F.col(VALID_FROM), F.col(VALID_TO))

@@ -30,6 +30,7 @@ from shift_left_dagster.translation.functions import (
     translate_typed,
 )
 from shift_left_dagster.translation.interval_join import INTERVAL_TIME, hold_unmatched_rows
+from shift_left_dagster.translation.intervals import interval_unit
 
 # Hidden columns a stateless (incremental) query carries from each input record to its output row.
 HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ = "__sl_op", "__sl_rowtime", "__sl_seq"
@@ -323,8 +324,8 @@ def _window_bounds(kind: str, sizes: list[int], line: int) -> str:
 
 
 def _interval_micros(node: exp.Expr, line: int) -> int:
-    if isinstance(node, exp.Interval) and node.this is not None and node.unit is not None:
-        unit = node.unit.name.upper().rstrip("S")
+    if isinstance(node, exp.Interval) and node.this is not None and interval_unit(node) is not None:
+        unit = str(interval_unit(node)).rstrip("S")
         if unit in _MICROS and node.this.name.strip().isdigit():
             return int(node.this.name.strip()) * _MICROS[unit]
     raise Unsupported(f"window size {node.sql()}", line, "use INTERVAL 'n' SECOND|MINUTE|HOUR|DAY")

@@ -15,6 +15,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from shift_left_dagster.project.parsing import FLINK
 from shift_left_dagster.values import flink_type
 
 Type = exp.DataType.Type
@@ -85,16 +86,27 @@ def sql_literal(value: Any, kind: str | exp.DataType) -> str:
     if this in _NTZ | _LTZ:
         return f"TIMESTAMP '{_wall_clock(value)}'"
     if this == Type.ARRAY:
+        if not value:
+            return _empty_array(_child(dtype, 0))
         return "ARRAY[" + ", ".join(sql_literal(v, _child(dtype, 0)) for v in value) + "]"
     if this == Type.LIST:
         items = [sql_literal(k, _child(dtype, 0)) for k, n in value.items() for _ in range(n)]
         return "MULTISET[" + ", ".join(items) + "]"
     if this == Type.MAP:
+        if not value:
+            return f"MAP_FROM_ARRAYS({_empty_array(_child(dtype, 0))}, {_empty_array(_child(dtype, 1))})"
         return "MAP[" + ", ".join(f"{sql_literal(k, _child(dtype, 0))}, {sql_literal(v, _child(dtype, 1))}"
                                   for k, v in value.items()) + "]"
     if this == Type.STRUCT:
         return "ROW(" + ", ".join(sql_literal(v, t) for v, (_, t) in zip(value, _fields(dtype), strict=True)) + ")"
     raise UnsupportedValue(f"type {kind} as a SQL literal")
+
+
+def _empty_array(element: exp.DataType) -> str:
+    """An empty array both engines accept: Flink refuses `ARRAY[]` (and `MAP[]`): "Require at least 1
+    argument". One NULL element taken away from itself leaves the empty array of the element type."""
+    one = f"ARRAY[CAST(NULL AS {element.sql(dialect=FLINK)})]"
+    return f"ARRAY_EXCEPT({one}, {one})"
 
 
 def json_value(value: Any, kind: str | exp.DataType) -> Any:

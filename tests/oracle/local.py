@@ -46,6 +46,7 @@ class _Run:
     case: Case
     database: str
     pending: list[str] = field(default_factory=list)  # statements to wait for in the current step
+    submitted: list[str] = field(default_factory=list)  # every statement of the case, deleted once read
     dml: str | None = None
     outcome: LocalOutcome = field(default_factory=LocalOutcome)
 
@@ -94,9 +95,9 @@ def run_local(cases: list[Case], url: str, data_dir: Path, spark: SparkSession,
             _read(data, run)
     finally:
         data.close()
-        for run in runs:
-            if run.dml is not None:
-                client.delete_statement(run.dml, wait=False)
+        for run in runs:  # the tables stay; a service holding every statement of a long run slows down
+            for name in run.submitted:
+                client.delete_statement(name, wait=False)
     lap("read sinks")
     elapsed = (time.monotonic() - started) / max(len(runs), 1)
     for run in runs:
@@ -124,6 +125,7 @@ def _submit(client: ConfluentClient, run: _Run, kind: str, sql: str) -> str:
     name = f"oracle-{run.case.name.replace('_', '-')}-{kind}-{next(_names)}"[:72]
     client.create_statement(name, sql, properties={"sql.current-database": run.database})
     run.pending.append(name)
+    run.submitted.append(name)
     return name
 
 

@@ -32,6 +32,7 @@ from typing import Any
 from sqlglot import exp
 
 from shift_left_dagster.project.parsing import parse_one_statement
+from shift_left_dagster.translation.intervals import interval_unit
 from tests.oracle.corpus import Case, TableSpec, split_insert
 from tests.oracle.literals import json_line, json_value, typed
 
@@ -193,7 +194,7 @@ def _time_attribute(table: TableSpec, add_rowtime: bool) -> tuple[str, int] | No
     if isinstance(expression, exp.Sub) and isinstance(expression.this, exp.Column) \
             and expression.this.name == column and isinstance(expression.expression, exp.Interval):
         interval = expression.expression
-        unit = interval.unit.name.upper().rstrip("S") if interval.unit is not None else ""
+        unit = (interval_unit(interval) or "").rstrip("S")
         if unit in _UNIT_MS:
             return column, int(float(interval.this.name) * _UNIT_MS[unit])
     raise CorpusError(f"{table.name}: {table.watermark} (write `c` or `c - INTERVAL 'n' UNIT`)")

@@ -1,0 +1,51 @@
+"""Interval literals: the local service refuses the leading fields Flink refuses, in Flink's words.
+
+Each verdict below is Apache Flink 2.3's (`SELECT INTERVAL ...` validated by PyFlink's planner);
+tests/oracle/corpus/interval_leading_precision.yaml and interval_declared_precision.yaml check the
+same against Flink itself.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from shift_left_dagster.project.parsing import FlinkSqlError, parse_statements
+from shift_left_dagster.translation.intervals import refuse_wide_intervals
+
+FLINK_ACCEPTS = ["'600' SECOND(3)", "'-99' SECOND", "'99.999' SECOND", "'13' MONTH", "'1 23' DAY TO HOUR",
+                 "'25:00' HOUR TO MINUTE", "'100:59' MINUTE(3) TO SECOND", "'1 2:3:4.5' DAY TO SECOND", "'10' MINUTE"]
+FLINK_REFUSES = {
+    "'600' SECOND": "Interval field value 600 exceeds precision of SECOND(2) field",
+    "'1000' SECOND(3)": "Interval field value 1,000 exceeds precision of SECOND(3) field",
+    "'-600' SECOND": "Interval field value -600 exceeds precision of SECOND(2) field",
+    "'+600' SECOND": "Interval field value 600 exceeds precision of SECOND(2) field",
+    "'0600' SECOND": "Interval field value 600 exceeds precision of SECOND(2) field",
+    "'100.5' SECOND": "Interval field value 100 exceeds precision of SECOND(2) field",
+    "'120' YEAR": "Interval field value 120 exceeds precision of YEAR(2) field",
+    "'100' MONTH": "Interval field value 100 exceeds precision of MONTH(2) field",
+    "'1000' DAY": "Interval field value 1,000 exceeds precision of DAY(2) field",
+    "'100:59' MINUTE TO SECOND": "Interval field value 100 exceeds precision of MINUTE(2) field",
+    "'100:00' HOUR TO MINUTE": "Interval field value 100 exceeds precision of HOUR(2) field",
+}
+
+
+def _check(sql: str) -> None:
+    for statement in parse_statements(sql, "q.sql"):
+        refuse_wide_intervals(statement, "q.sql")
+
+
+@pytest.mark.parametrize("literal", FLINK_ACCEPTS)
+def test_what_flink_accepts_is_accepted(literal: str) -> None:
+    _check(f"SELECT a + INTERVAL {literal} FROM t")
+
+
+@pytest.mark.parametrize("literal", sorted(FLINK_REFUSES))
+def test_what_flink_refuses_is_refused_in_its_words(literal: str) -> None:
+    with pytest.raises(FlinkSqlError, match=FLINK_REFUSES[literal].replace("(", r"\(").replace(")", r"\)")):
+        _check(f"SELECT a + INTERVAL {literal} FROM t")
+
+
+def test_a_watermark_delay_names_its_line_and_the_literal_to_write() -> None:
+    ddl = "CREATE TABLE c (\n  ts TIMESTAMP(3),\n  WATERMARK FOR ts AS ts - INTERVAL '600' SECOND\n)"
+    with pytest.raises(FlinkSqlError, match=r"^q\.sql:3: .* write INTERVAL '600' SECOND\(3\) or a larger unit$"):
+        _check(ddl)
