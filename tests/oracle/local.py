@@ -140,10 +140,15 @@ def _wait(client: ConfluentClient, runs: list[_Run], phase: str, wanted: tuple[s
 
 
 def _insert(client: ConfluentClient, runs: list[_Run], *, more: bool) -> None:
+    """A case's rows of one batch in one statement (a STATEMENT SET for several tables): they land in
+    one commit, so the query's next run reads them all, as Flink's job reads its input files."""
     for run in _live(runs):
-        for table, rows in (run.case.more_rows if more else run.case.rows).items():
-            if rows:
-                _submit(client, run, "insert", insert_sql(run.case, table, rows))
+        inserts = [insert_sql(run.case, table, rows)
+                   for table, rows in (run.case.more_rows if more else run.case.rows).items() if rows]
+        if len(inserts) == 1:
+            _submit(client, run, "insert", inserts[0])
+        elif inserts:
+            _submit(client, run, "insert", "EXECUTE STATEMENT SET BEGIN " + "; ".join(inserts) + "; END")
     _wait(client, runs, "setup", ("COMPLETED",))
 
 
