@@ -87,6 +87,7 @@ from shift_left_dagster.local.store import SourceProgress
 from shift_left_dagster.project.dialect import TableArgument
 from shift_left_dagster.project.parsing import FLINK
 from shift_left_dagster.translation.interval_join import INTERVAL_UNTIL
+from shift_left_dagster.translation.intervals import interval_unit
 from shift_left_dagster.translation.spark import WINDOW_TVFS, Scan, SparkQuery
 
 MIN_WATERMARK, MAX_WATERMARK = -(2**62), 2**62  # epoch milliseconds: before and after any event
@@ -135,8 +136,8 @@ def _delay_ms(expression: str | None, column: str) -> int:
 def _interval_ms(node: exp.Expression) -> int | None:
     if not isinstance(node, exp.Interval) or node.this is None or node.unit is None:
         return None
-    unit = node.unit.name.upper() if isinstance(node.unit, exp.Var) else node.unit.key.upper()
-    scale = _UNIT_MS.get(unit.rstrip("S"))
+    unit = interval_unit(node)
+    scale = _UNIT_MS.get(unit.rstrip("S")) if unit is not None else None
     try:
         amount = Decimal(node.this.name.strip())
     except InvalidOperation:

@@ -216,6 +216,7 @@ def test_a_snapshot_query_sees_every_window(client: ConfluentClient, insert: Ins
     ("ts - INTERVAL '5' SECOND", 5000),
     ("`ts` - INTERVAL '0.001' SECOND", 1),
     ("ts - INTERVAL '2' MINUTE", 120_000),
+    ("ts - INTERVAL '600' SECOND(3)", 600_000),  # a declared leading precision
     ("SOURCE_WATERMARK()", 1),
 ])
 def test_watermark_delays(watermark: str | None, delay_ms: int) -> None:
