@@ -76,7 +76,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
 
 import sqlglot
 from sqlglot import exp
@@ -87,14 +86,12 @@ from shift_left_dagster.local.store import SourceProgress
 from shift_left_dagster.project.dialect import TableArgument
 from shift_left_dagster.project.parsing import FLINK
 from shift_left_dagster.translation.interval_join import INTERVAL_UNTIL
-from shift_left_dagster.translation.intervals import interval_unit
+from shift_left_dagster.translation.intervals import interval_ms
 from shift_left_dagster.translation.spark import WINDOW_TVFS, Scan, SparkQuery
 
 MIN_WATERMARK, MAX_WATERMARK = -(2**62), 2**62  # epoch milliseconds: before and after any event
 DEFAULT_DELAY_MS = 1
 IDLE_TIMEOUT = "sql.tables.scan.idle-timeout"
-_UNIT_MS = {"MILLISECOND": Decimal(1), "SECOND": Decimal(1000), "MINUTE": Decimal(60_000),
-            "HOUR": Decimal(3_600_000), "DAY": Decimal(86_400_000)}
 
 
 class WatermarkError(ValueError):
@@ -126,23 +123,11 @@ def _delay_ms(expression: str | None, column: str) -> int:
     if isinstance(tree, exp.Column) and tree.name.lower() == column.lower():
         return 0
     if isinstance(tree, exp.Sub) and isinstance(tree.this, exp.Column) and tree.this.name.lower() == column.lower():
-        delay = _interval_ms(tree.expression)
+        delay = interval_ms(tree.expression)
         if delay is not None:
             return delay
     raise WatermarkError(f"WATERMARK FOR {column} AS {expression} is not supported by the local service; "
                          f"write `{column}` or `{column} - INTERVAL 'n' SECOND|MINUTE|HOUR|DAY`")
-
-
-def _interval_ms(node: exp.Expression) -> int | None:
-    if not isinstance(node, exp.Interval) or node.this is None or node.unit is None:
-        return None
-    unit = interval_unit(node)
-    scale = _UNIT_MS.get(unit.rstrip("S")) if unit is not None else None
-    try:
-        amount = Decimal(node.this.name.strip())
-    except InvalidOperation:
-        return None
-    return int(amount * scale) if scale is not None and amount >= 0 else None
 
 
 def arrival_sign(scan: Scan, table: TableDef) -> int:

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from shift_left_dagster.translation.intervals import interval_ms
+
 INTERVAL_UNTIL = "sl_interval_until"
 INTERVAL_TIME = "interval_time"  # table.meta key: the column an interval join bounds the table by
-_MS = {"SECOND": 1_000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000}
 
 
 @dataclass(frozen=True)
@@ -146,15 +147,7 @@ def _term(node: exp.Expr) -> _Term | None:
     if isinstance(node, exp.Column) and node.table:
         return _Term(node.table, node, 0)
     if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.this, exp.Column) and node.this.table:
-        amount = _interval_ms(node.expression)
+        amount = interval_ms(node.expression)
         if amount is not None:
             return _Term(node.this.table, node.this, amount if isinstance(node, exp.Add) else -amount)
     return None
-
-
-def _interval_ms(node: exp.Expr) -> int | None:
-    if not isinstance(node, exp.Interval) or node.this is None or node.unit is None:
-        return None
-    unit = node.unit.name.upper().rstrip("S")
-    text = node.this.name.strip()
-    return int(text) * _MS[unit] if unit in _MS and text.isdigit() else None

@@ -9,12 +9,15 @@ exceeds precision of SECOND(2) field". Spark reads any width, so the local servi
 from __future__ import annotations
 
 import re
+from decimal import Decimal, InvalidOperation
 
 from sqlglot import exp
 
 from shift_left_dagster.project.parsing import FLINK, FlinkSqlError, Statement
 
 DEFAULT_PRECISION = 2  # Calcite's default leading field precision, for every unit
+_UNIT_MS = {"MILLISECOND": Decimal(1), "SECOND": Decimal(1000), "MINUTE": Decimal(60_000),
+            "HOUR": Decimal(3_600_000), "DAY": Decimal(86_400_000)}
 _LEADING = re.compile(r"^\s*([+-]?)\s*(\d+)")
 
 
@@ -44,6 +47,20 @@ def interval_unit(interval: exp.Interval) -> str | None:
     """A one-field interval's unit (`SECOND` for INTERVAL '5' SECOND and for INTERVAL '600' SECOND(3))."""
     unit = interval.args.get("unit")
     return None if isinstance(unit, exp.IntervalSpan) else _field(unit)[0]
+
+
+def interval_ms(node: exp.Expr | None) -> int | None:
+    """A non-negative one-field interval literal in milliseconds (`INTERVAL '0.5' SECOND`, `'600' SECOND(3)`);
+    None for anything else: what watermark delays and interval-join bounds read."""
+    if not isinstance(node, exp.Interval) or node.this is None:
+        return None
+    unit = interval_unit(node)
+    scale = _UNIT_MS.get(unit.rstrip("S")) if unit is not None else None
+    try:
+        amount = Decimal(node.this.name.strip())
+    except InvalidOperation:
+        return None
+    return int(amount * scale) if scale is not None and amount >= 0 else None
 
 
 def _field(node: exp.Expr | None) -> tuple[str | None, int]:

@@ -8,9 +8,12 @@ same against Flink itself.
 from __future__ import annotations
 
 import pytest
+import sqlglot
+from sqlglot import exp
 
-from shift_left_dagster.project.parsing import FlinkSqlError, parse_statements
-from shift_left_dagster.translation.intervals import refuse_wide_intervals
+from shift_left_dagster.project.parsing import FLINK, FlinkSqlError, parse_statements
+from shift_left_dagster.translation.interval_join import hold_unmatched_rows
+from shift_left_dagster.translation.intervals import interval_ms, refuse_wide_intervals
 
 FLINK_ACCEPTS = ["'600' SECOND(3)", "'-99' SECOND", "'99.999' SECOND", "'13' MONTH", "'1 23' DAY TO HOUR",
                  "'25:00' HOUR TO MINUTE", "'100:59' MINUTE(3) TO SECOND", "'1 2:3:4.5' DAY TO SECOND", "'10' MINUTE"]
@@ -49,3 +52,16 @@ def test_a_watermark_delay_names_its_line_and_the_literal_to_write() -> None:
     ddl = "CREATE TABLE c (\n  ts TIMESTAMP(3),\n  WATERMARK FOR ts AS ts - INTERVAL '600' SECOND\n)"
     with pytest.raises(FlinkSqlError, match=r"^q\.sql:3: .* write INTERVAL '600' SECOND\(3\) or a larger unit$"):
         _check(ddl)
+
+
+@pytest.mark.parametrize("bound", ["INTERVAL '10' MINUTE", "INTERVAL '600' SECOND(3)", "INTERVAL '0.5' SECOND"])
+def test_an_interval_join_reads_its_bound_whatever_the_literal(bound: str) -> None:
+    """One reader of interval literals (intervals.interval_ms) for joins and watermarks: a declared leading
+    precision or a fraction still makes the outer join an interval join."""
+    tree = sqlglot.parse_one(f"SELECT l.k FROM l LEFT JOIN r ON l.k = r.k AND r.ts BETWEEN l.ts AND l.ts + {bound}",
+                             read=FLINK)
+    hold_unmatched_rows(tree, {})
+    assert "sl_interval_until" in tree.sql(dialect="spark")
+    assert interval_ms(tree.find(exp.Interval)) == {"INTERVAL '10' MINUTE": 600_000,
+                                                    "INTERVAL '600' SECOND(3)": 600_000,
+                                                    "INTERVAL '0.5' SECOND": 500}[bound]
