@@ -36,6 +36,9 @@ class ProjectGraph:
             for parent in self.parents[name]:
                 children[parent].append(name)
         self.children = children
+        # what another layer derives from this graph once (project/lineage.py's ProjectLineage), by its type:
+        # shared while the graph lives, freed with it
+        self.derived: dict[type, object] = {}
         self.order  # noqa: B018 - fail fast on a cycle
 
     @cached_property

@@ -20,7 +20,6 @@ import hashlib
 import json
 import os
 import re
-import weakref
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -374,14 +373,12 @@ def _trace_all(jobs: list[Job]) -> list[TableLineage]:
         return [result for part in pool.map(_trace_batch, batches(jobs, workers)) for result in part]
 
 
-_PROJECTS: weakref.WeakKeyDictionary[ProjectGraph, ProjectLineage] = weakref.WeakKeyDictionary()
-
-
 def project_lineage(graph: ProjectGraph) -> ProjectLineage:
-    """One ProjectLineage per graph, so every asset of a definitions build shares it."""
-    found = _PROJECTS.get(graph)
-    if found is None:
-        found = _PROJECTS[graph] = ProjectLineage(graph)
+    """One ProjectLineage per graph, so every asset of a definitions build shares it; kept on the graph, so
+    it is freed with it (a weak-keyed table would never free either: the lineage holds its graph)."""
+    found = graph.derived.get(ProjectLineage)
+    if not isinstance(found, ProjectLineage):
+        found = graph.derived[ProjectLineage] = ProjectLineage(graph)
     return found
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from shift_left_dagster.project.lineage import (
     ProjectLineage,
     TableLineage,
     compute_lineage,
+    project_lineage,
     table_lineage,
 )
 
@@ -234,6 +237,20 @@ def test_an_unchanged_inventory_finds_its_tables_lineage_without_computing_their
     monkeypatch.undo()
     renamed = ProjectLineage(_project(tmp_path, "kk STRING, v INT")).all()  # s's DDL edited: a new inventory
     assert renamed["t"].columns == {"k": [P("s", "kk")], "v": [P("s", "v")]}
+
+
+def test_a_graphs_lineage_lives_as_long_as_the_graph(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One ProjectLineage per graph, shared while the graph lives, freed with it: a code location that
+    reloads (or a process that builds definitions again) must not keep every earlier project in memory."""
+    monkeypatch.delenv("SHIFT_LEFT_DAGSTER_CACHE", raising=False)
+    graph = _project(tmp_path, "k STRING, v INT")
+    traced = project_lineage(graph)
+    assert project_lineage(graph) is traced and traced.all()["t"].columns == {"k": [P("s", "k")], "v": [P("s", "v")]}
+    assert project_lineage(ProjectGraph(graph.inventory)) is not traced  # another graph: its own lineage
+    gone_graph, gone_lineage = weakref.ref(graph), weakref.ref(traced)
+    del graph, traced
+    gc.collect()
+    assert gone_graph() is None and gone_lineage() is None
 
 
 def test_unknown_columns_are_in_the_asset_metadata_with_their_reason(tmp_path: Path) -> None:
