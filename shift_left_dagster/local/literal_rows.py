@@ -5,7 +5,8 @@ the sink's columns and reading it back cost each one about 50-100 ms, most of a 
 time. Here the rows are typed by the sink's schema as Spark's casts type them, for literals whose
 value a cast leaves as it is: a string into STRING, an integer into INT, BIGINT or a DECIMAL it fits,
 a decimal into a DECIMAL holding it exactly, TRUE/FALSE into BOOLEAN, TIMESTAMP '...' into a
-TIMESTAMP or TIMESTAMP_LTZ of at least its digits, NULL into any of them. Anything else (an
+TIMESTAMP or TIMESTAMP_LTZ of at least its digits, NULL into any of them, and ARRAY[...], MAP[...] and
+ROW(...) of such literals (timestamps aside) into an ARRAY, MAP or ROW column. Anything else (an
 expression, another type, a literal a cast would change, a sink of several partitions) is
 Spark's: `literal_rows` answers None and the statement runs as any other query.
 """
@@ -32,6 +33,7 @@ _INTEGER = re.compile(r"\d+")
 _DECIMAL = re.compile(r"\d+(\.\d+)?")
 _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.(\d{1,6}))?")
 _RANGES: dict[type[T.DataType], int] = {T.IntegerType: 2**31, T.LongType: 2**63}
+_TIMES = (T.TimestampType, T.TimestampNTZType)
 _MAX_SCALE = 18  # Spark widens an inline table's integers (BIGINT: DECIMAL(20, 0)) and decimals within 38 digits
 
 
@@ -66,31 +68,36 @@ def literal_rows(values: exp.Expression, table: TableDef, target: Sequence[str])
     position = {name.lower(): i for i, name in enumerate(target)}
     if len(position) != len(target) or any(c.lower() not in {s.name.lower() for s in stored} for c in target):
         return None
-    rowtime = table.rowtime_column
+    kinds = [spark_type_of(c.type) for c in stored]
+    digits = [timestamp_precision(parse_type(c.type)) if isinstance(k, _TIMES) else None
+              for c, k in zip(stored, kinds, strict=True)]
+    rowtime = next((i for i, c in enumerate(stored) if c.name == table.rowtime_column
+                    and c.name.lower() in position), None)
     rows: list[tuple[Any, ...]] = []
-    times: list[datetime | None] = []
     try:
         for row in values.expressions:
             if not isinstance(row, exp.Tuple) or len(row.expressions) != len(target):
                 raise _NotPlain
-            given = row.expressions
-            values_of = tuple(_value(given[position[c.name.lower()]], c.type) if c.name.lower() in position
-                              else _value(exp.Null(), c.type) for c in stored)  # (unnamed: NULL)
-            rows.append(values_of)
-            at = values_of[[c.name for c in stored].index(rowtime)] if rowtime and rowtime.lower() in position else None
-            times.append(at if at is None or at.tzinfo is not None else at.replace(tzinfo=UTC))
+            rows.append(tuple(_value(row.expressions[position[c.name.lower()]] if c.name.lower() in position
+                                     else exp.Null(), kind, precision)  # (a column not named: NULL)
+                              for c, kind, precision in zip(stored, kinds, digits, strict=True)))
     except _NotPlain:
         return None
-    schema = T.StructType([*[T.StructField(c.name, spark_type_of(c.type)) for c in stored],
+    times = [None if rowtime is None or r[rowtime] is None else _utc(r[rowtime]) for r in rows]
+    schema = T.StructType([*[T.StructField(c.name, k) for c, k in zip(stored, kinds, strict=True)],
                            T.StructField(ROWTIME, T.TimestampType())])
     return LiteralRows(schema=schema, rows=rows, times=times)
 
 
-def _value(node: exp.Expression, flink_type: str) -> Any:
-    """The value Spark's cast gives a plain literal in a column of `flink_type`; _NotPlain otherwise."""
-    kind = spark_type_of(flink_type)
-    if not isinstance(kind, (T.StringType, T.BooleanType, T.DecimalType, T.TimestampType, T.TimestampNTZType,
-                             *_RANGES)):
+def _utc(at: datetime) -> datetime:
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def _value(node: exp.Expression, kind: T.DataType, precision: int | None) -> Any:
+    """The value Spark's cast gives a plain literal in a column of Spark type `kind` (a timestamp's
+    declared `precision`: None inside an ARRAY, MAP or ROW, where no timestamp is typed here)."""
+    if not isinstance(kind, (T.StringType, T.BooleanType, T.DecimalType, T.ArrayType, T.MapType, T.StructType,
+                             *_TIMES, *_RANGES)):
         raise _NotPlain
     if isinstance(node, exp.Null):
         return None
@@ -98,8 +105,10 @@ def _value(node: exp.Expression, flink_type: str) -> Any:
         return node.this
     if isinstance(kind, T.BooleanType) and isinstance(node, exp.Boolean):
         return bool(node.this)
-    if isinstance(kind, (T.TimestampType, T.TimestampNTZType)):
-        return _timestamp(node, flink_type, utc=isinstance(kind, T.TimestampType))
+    if isinstance(kind, _TIMES) and precision is not None:
+        return _timestamp(node, precision, utc=isinstance(kind, T.TimestampType))
+    if isinstance(kind, (T.ArrayType, T.MapType, T.StructType)):
+        return _nested(node, kind)
     negative = isinstance(node, exp.Neg)
     number = node.this if negative else node
     if not isinstance(number, exp.Literal) or number.is_string:
@@ -115,14 +124,36 @@ def _value(node: exp.Expression, flink_type: str) -> Any:
     raise _NotPlain
 
 
-def _timestamp(node: exp.Expression, flink_type: str, *, utc: bool) -> datetime:
+def _nested(node: exp.Expression, kind: T.ArrayType | T.MapType | T.StructType) -> Any:
+    """ARRAY[...] as a list, MAP[k, v, ...] as (key, value) pairs (keys distinct and not NULL, as Spark
+    requires), ROW(...) as a dict by the sink's field names (by position); none of them empty."""
+    items = node.expressions
+    if not items:
+        raise _NotPlain
+    if isinstance(kind, T.ArrayType) and isinstance(node, exp.Array):
+        return [_value(item, kind.elementType, None) for item in items]
+    if isinstance(kind, T.MapType) and isinstance(node, exp.Bracket) and isinstance(node.this, exp.Column) \
+            and not node.this.this.quoted and node.this.name.upper() == "MAP" and len(items) % 2 == 0:
+        pairs = [(_value(k, kind.keyType, None), _value(v, kind.valueType, None)) for k, v in zip(
+            items[::2], items[1::2], strict=True)]
+        keys = [k for k, _ in pairs]
+        if None in keys or len(set(keys)) != len(keys):
+            raise _NotPlain
+        return pairs
+    if isinstance(kind, T.StructType) and isinstance(node, exp.Anonymous) and node.name.upper() == "ROW" \
+            and len(items) == len(kind.fields):
+        return {f.name: _value(item, f.dataType, None) for f, item in zip(kind.fields, items, strict=True)}
+    raise _NotPlain
+
+
+def _timestamp(node: exp.Expression, precision: int, *, utc: bool) -> datetime:
     """TIMESTAMP 'yyyy-MM-dd HH:mm:ss[.f]' (read in UTC, the session's time zone) into a timestamp column
     declaring at least its fraction's digits."""
     if not (isinstance(node, exp.Cast) and node.to.this == exp.DataType.Type.TIMESTAMP and not node.to.expressions
             and isinstance(node.this, exp.Literal) and node.this.is_string):
         raise _NotPlain
     matched = _TIMESTAMP.fullmatch(node.this.this)
-    if matched is None or len(matched.group(2) or "") > timestamp_precision(parse_type(flink_type)):
+    if matched is None or len(matched.group(2) or "") > precision:
         raise _NotPlain
     try:
         value = datetime.fromisoformat(node.this.this)

@@ -29,7 +29,8 @@ VALUES = ("('it''s', -7, 3000000000, 12.5, TRUE, TIMESTAMP '2026-01-01 00:05:00.
 EXPECTED = [
     ("it's", -7, 3000000000, Decimal("12.50"), True, datetime(2026, 1, 1, 0, 5, 0, 125000),
      datetime(2026, 1, 2, 10, tzinfo=UTC), datetime(2026, 1, 2, 10, tzinfo=UTC), 0),
-    (None, 0, None, Decimal("3.00"), False, None, datetime(2026, 1, 3, tzinfo=UTC), datetime(2026, 1, 3, tzinfo=UTC), 0),
+    (None, 0, None, Decimal("3.00"), False, None, datetime(2026, 1, 3, tzinfo=UTC), datetime(2026, 1, 3, tzinfo=UTC),
+     0),
 ]
 
 
@@ -73,6 +74,31 @@ def test_the_same_records_as_spark_writes(service: InProcessService, monkeypatch
     monkeypatch.setattr(jobs_module, "literal_rows", lambda *args: None)
     run(client, unique("seed"), f"INSERT INTO lit_spark VALUES {VALUES}")
     assert records(service, "lit_python") == records(service, "lit_spark") == EXPECTED
+
+
+def test_arrays_maps_and_rows_as_spark_writes_them(service: InProcessService, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = client_for(service.url)
+    columns = ("(tags ARRAY<STRING>, counts ARRAY<INT>, prefs MAP<STRING, STRING>, device ROW<os STRING, version "
+               "STRING>, event_ts TIMESTAMP_LTZ(3) METADATA FROM 'timestamp') DISTRIBUTED INTO 1 BUCKETS")
+    values = ("(ARRAY['a', NULL], ARRAY[1, -2], MAP['language', 'en', 'theme', 'dark'], ROW('web', '2026.1'), "
+              "TIMESTAMP '2026-01-01 00:00:00'), (NULL, NULL, NULL, NULL, TIMESTAMP '2026-01-02 00:00:00')")
+    run(client, unique("ddl"), f"CREATE TABLE lit_nested_python {columns}")
+    run(client, unique("ddl"), f"CREATE TABLE lit_nested_spark {columns}")
+    run(client, unique("seed"), f"INSERT INTO lit_nested_python VALUES {values}")
+    monkeypatch.setattr(jobs_module, "literal_rows", lambda *args: None)
+    run(client, unique("seed"), f"INSERT INTO lit_nested_spark VALUES {values}")
+
+    def nested(name: str) -> list[tuple[Any, ...]]:
+        table = service.engine.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id,
+                                                   name=name))
+        assert table is not None
+        rows = service.engine.logs.read(table).orderBy("$offset").toArrow().to_pylist()
+        return [(r["tags"], r["counts"], r["prefs"], r["device"], r["$rowtime"]) for r in rows]
+
+    assert nested("lit_nested_python") == nested("lit_nested_spark") == [
+        (["a", None], [1, -2], [("language", "en"), ("theme", "dark")], {"os": "web", "version": "2026.1"},
+         datetime(2026, 1, 1, tzinfo=UTC)),
+        (None, None, None, None, datetime(2026, 1, 2, tzinfo=UTC))]
 
 
 def test_a_row_without_its_time_gets_the_time_it_is_written(service: InProcessService) -> None:

@@ -67,5 +67,38 @@ def test_anything_else_is_left_to_spark(values: str) -> None:
     assert rows_of(values) is None
 
 
+NESTED = ("CREATE TABLE t (tags ARRAY<STRING>, counts ARRAY<INT>, prefs MAP<STRING, STRING>, "
+          "device ROW<os STRING, version STRING>) DISTRIBUTED INTO 1 BUCKETS")
+
+
+def nested_table() -> TableDef:
+    return table_from_create(parse_statements(NESTED, "t.sql")[0], "uid-n", TableId(catalog="c", database="d",
+                                                                                     name="t"), [])
+
+
+def test_arrays_maps_and_rows_of_literals() -> None:
+    found = rows_of("(ARRAY['a', NULL], ARRAY[1, -2], MAP['language', 'en', 'theme', 'dark'], ROW('web', '2026.1')),"
+                    " (NULL, NULL, NULL, NULL)", target=nested_table())
+    assert found is not None
+    assert found.rows == [(["a", None], [1, -2], [("language", "en"), ("theme", "dark")],
+                           {"os": "web", "version": "2026.1"}), (None, None, None, None)]
+    batch = found.batch(datetime(2026, 11, 26, tzinfo=UTC))
+    assert batch.column("prefs").to_pylist()[0] == [("language", "en"), ("theme", "dark")]
+    assert batch.column("device").to_pylist()[0] == {"os": "web", "version": "2026.1"}
+
+
+@pytest.mark.parametrize("values", [
+    "(ARRAY[], NULL, NULL, NULL)",  # empty: Spark types it
+    "(ARRAY[UPPER('a')], NULL, NULL, NULL)",  # an expression inside
+    "(NULL, ARRAY['1'], NULL, NULL)",  # a string into ARRAY<INT>
+    "(NULL, NULL, MAP['k', 'a', 'k', 'b'], NULL)",  # a duplicate key: Spark refuses it
+    "(NULL, NULL, MAP[NULL, 'a'], NULL)",  # a NULL key
+    "(NULL, NULL, MAP['k'], NULL)",  # a key without value
+    "(NULL, NULL, NULL, ROW('web'))",  # fewer fields than the ROW's
+])
+def test_nested_values_spark_computes(values: str) -> None:
+    assert rows_of(values, target=nested_table()) is None
+
+
 def test_a_table_of_several_partitions_is_left_to_spark() -> None:
     assert rows_of("('a', 1, 1, 1, TRUE, NULL, NULL)", target=table(buckets=2)) is None
