@@ -379,14 +379,21 @@ def _stored(table: TableDef, *, with_op: bool = True) -> list[Column]:
 def inserts_only(records: DataFrame) -> bool:
     """Whether Spark's optimizer makes the records' `$op` the constant +I (records read from files
     without `$op`, a stateful run's inserts): their batch is then written without the column. False
-    when it can not tell (a Spark Connect session)."""
+    when it can not tell (a Spark Connect session). Read from the records' own optimized plan when it
+    ends in a projection (Spark keeps it: a stateless run's log-order check optimized it already),
+    else from the plan of their `$op` alone."""
     try:
-        plan = records.select(F.col(f"`{OP}`"))._jdf.queryExecution().optimizedPlan()
+        plan = records._jdf.queryExecution().optimizedPlan()
+        if plan.nodeName() != "Project":
+            plan = records.select(F.col(f"`{OP}`"))._jdf.queryExecution().optimizedPlan()
     except AttributeError:
         return False
     if plan.nodeName() != "Project":
         return False
-    column = plan.projectList().apply(0)
+    columns = plan.projectList()
+    column = next((c for c in (columns.apply(i) for i in range(columns.size())) if c.name() == OP), None)
+    if column is None:
+        return False
     value = column.child() if column.nodeName() == "Alias" else column
     return bool(value.foldable()) and value.eval(None) == INSERT
 
