@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -35,6 +35,7 @@ _TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(\.(\d{1,6}))?")
 _RANGES: dict[type[T.DataType], int] = {T.IntegerType: 2**31, T.LongType: 2**63}
 _TIMES = (T.TimestampType, T.TimestampNTZType)
 _MAX_SCALE = 18  # Spark widens an inline table's integers (BIGINT: DECIMAL(20, 0)) and decimals within 38 digits
+_DECIMALS = Context(prec=38)  # a DECIMAL's digits (Python's default context holds 28)
 
 
 class _NotPlain(Exception):
@@ -120,7 +121,7 @@ def _value(node: exp.Expression, kind: T.DataType, precision: int | None) -> Any
     if isinstance(kind, T.DecimalType) and _DECIMAL.fullmatch(number.this) and kind.scale <= _MAX_SCALE:
         whole, _, fraction = number.this.partition(".")
         if len(fraction) <= kind.scale and len(whole.lstrip("0")) <= kind.precision - kind.scale and len(whole) <= 18:
-            return Decimal(text).quantize(Decimal(1).scaleb(-kind.scale))
+            return Decimal(text).quantize(Decimal(1).scaleb(-kind.scale), context=_DECIMALS)
     raise _NotPlain
 
 

@@ -44,6 +44,13 @@ def test_plain_literals_are_typed_by_the_sink_schema() -> None:
     assert batch.column("$rowtime").to_pylist() == [datetime(2026, 1, 2, 10, tzinfo=UTC), now]
 
 
+def test_a_decimal_of_more_digits_than_pythons_default_context() -> None:
+    wide = table_from_create(parse_statements("CREATE TABLE t (d DECIMAL(38, 18)) DISTRIBUTED INTO 1 BUCKETS",
+                                              "t.sql")[0], "uid-w", TableId(catalog="c", database="d", name="t"), [])
+    found = rows_of("(123456789012345678.5)", target=wide)
+    assert found is not None and found.rows == [(Decimal("123456789012345678.500000000000000000"),)]
+
+
 def test_unnamed_columns_are_null() -> None:
     found = rows_of("('a', 1)", "(name, n)")
     assert found is not None and found.rows == [("a", 1, None, None, None, None, None)] and found.times == [None]
