@@ -67,6 +67,7 @@ PHASES: list[tuple[type, str, str]] = [
     (jobs_module.Jobs, "_select_changes", "  SELECT results"),
     (storage_module.TableLogs, "write", "  write batch"),
     (storage_module.TableLogs, "_collected", "    collect to driver (Spark job)"),
+    (storage_module.TableLogs, "write_rows", "  write literal VALUES (typed in Python)"),
     (AggregateStates, "write", "  write accumulators"),
     (AggregateStates, "prune", "  prune accumulators"),
     (store_module.Store, "commit_run", "commit run (sqlite)"),

@@ -74,6 +74,7 @@ from shift_left_dagster.local.group_aggregation import (
     results,
 )
 from shift_left_dagster.local.late_rows import arrival_watermarks, drop_late_rows, dropped_rows
+from shift_left_dagster.local.literal_rows import LiteralRows, literal_rows
 from shift_left_dagster.local.offsets import ScanError, ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
 from shift_left_dagster.local.sink_types import sink_type_mismatch
@@ -119,6 +120,7 @@ class Sink:
     aggregation: GroupAggregation | None = None  # a GROUP BY run on accumulators kept per key
     groups: list[str] = field(default_factory=list)  # columns holding every GROUP BY key (keyless sink updates)
     shaped: DataFrame | None = None  # a sink reading no table: its rows as validated, which its one run writes
+    literal: LiteralRows | None = None  # an INSERT ... VALUES of plain literals: its rows, typed without Spark
 
     @property
     def windowed(self) -> bool:
@@ -192,7 +194,7 @@ class Jobs:
         job = self._compile(name, statement, properties)
         job.snapshot = is_snapshot(properties)
         job.idle_partitions = idleness(properties)
-        self.validate(job, statement, [s for s in job.sinks if not (starting and _plain(s))])
+        self.validate(job, statement, [s for s in job.sinks if not (starting and _plain(s)) and s.literal is None])
         return job
 
     def validate(self, job: Job, statement: Statement, sinks: Sequence[Sink]) -> None:
@@ -312,6 +314,8 @@ class Jobs:
         if table.changelog_mode == "append" and not isinstance(sink_query, WindowedQuery):
             _refuse_updates_into_append(query, table.name)
         sink = Sink(table=table, query=sink_query, target=stored, incremental=stateless)
+        if not insert.args.get("with"):
+            sink.literal = literal_rows(query, table, stored)
         if not stateless:
             sink.aggregation = self._group_aggregation(job, query, sink)
             sink.groups = _group_columns(query, stored)
@@ -444,8 +448,9 @@ class Jobs:
             read = {job.sources[s.view].uid for s in sink.query.scans}
             if state.runs and not read & fresh:
                 continue
-            if sink.aggregation is not None:
-                batch = self._aggregate(job, str(index), sink, state, upper)
+            if sink.aggregation is not None or sink.literal is not None:
+                batch = self._aggregate(job, str(index), sink, state, upper) if sink.literal is None else \
+                    self.logs.write_rows(sink.table, sink.literal.batch(datetime.now(UTC)), job.name)
                 if batch is not None:
                     output.batches.append(batch)
                 continue

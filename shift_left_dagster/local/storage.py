@@ -125,6 +125,25 @@ class TableLogs:
                 "maxRecordsPerFile", 0).parquet(str(temporary))
             files = {int(f.name.split("-")[1]): f for f in temporary.glob("part-*.parquet")}
             written = {p: pq.read_table(f, columns=[OP, *not_null] if with_op else not_null) for p, f in files.items()}
+        return self._registered(table, name, files, written, producer)
+
+    def write_rows(self, table: TableDef, rows: pa.Table, producer: str | None) -> Batch | None:
+        """Append records the driver holds already (stored columns + $rowtime, + $op unless all +I), in
+        order, as one batch of a table of one partition (literal_rows.py); None when there are none."""
+        assert table.partitions == 1
+        name = f"b-{uuid.uuid4().hex}"
+        temporary = self.root / table.uid / f".tmp-{name}"
+        temporary.mkdir(parents=True)
+        files = {0: temporary / "0.parquet"}
+        pq.write_table(rows, str(files[0]))
+        return self._registered(table, name, files, {0: rows}, producer)
+
+    def _registered(self, table: TableDef, name: str, files: dict[int, Path], written: dict[int, pa.Table],
+                    producer: str | None) -> Batch | None:
+        """A written batch (its files per partition in its temporary folder, `written` their records'
+        `$op` and NOT NULL columns) checked for NULLs in NOT NULL columns, moved into place; None if empty."""
+        temporary = self.root / table.uid / f".tmp-{name}"
+        not_null = [c.name for c in table.stored_columns if not c.nullable]
         written = {p: w for p, w in sorted(written.items()) if w.num_rows}
         if not written:
             shutil.rmtree(temporary, ignore_errors=True)
@@ -360,14 +379,21 @@ def _stored(table: TableDef, *, with_op: bool = True) -> list[Column]:
 def inserts_only(records: DataFrame) -> bool:
     """Whether Spark's optimizer makes the records' `$op` the constant +I (records read from files
     without `$op`, a stateful run's inserts): their batch is then written without the column. False
-    when it can not tell (a Spark Connect session)."""
+    when it can not tell (a Spark Connect session). Read from the records' own optimized plan when it
+    ends in a projection (Spark keeps it: a stateless run's log-order check optimized it already),
+    else from the plan of their `$op` alone."""
     try:
-        plan = records.select(F.col(f"`{OP}`"))._jdf.queryExecution().optimizedPlan()
+        plan = records._jdf.queryExecution().optimizedPlan()
+        if plan.nodeName() != "Project":
+            plan = records.select(F.col(f"`{OP}`"))._jdf.queryExecution().optimizedPlan()
     except AttributeError:
         return False
     if plan.nodeName() != "Project":
         return False
-    column = plan.projectList().apply(0)
+    columns = plan.projectList()
+    column = next((c for c in (columns.apply(i) for i in range(columns.size())) if c.name() == OP), None)
+    if column is None:
+        return False
     value = column.child() if column.nodeName() == "Alias" else column
     return bool(value.foldable()) and value.eval(None) == INSERT
 
