@@ -43,9 +43,11 @@ def table(service: InProcessService, name: str) -> TableDef:
     return found
 
 
-def load(service: InProcessService, source: TableDef, *ranges: tuple[int, int]) -> None:
+def load(service: InProcessService, source: TableDef, *ranges: tuple[int, int],
+         row_group_size: int | None = None) -> None:
     """One batch per (first id, count) range, spread over the table's partitions, all written in one call
-    on the engine thread: no run sees some of them without the others."""
+    on the engine thread: no run sees some of them without the others. `row_group_size`: each file is
+    rewritten in row groups of that many records before its batch is registered (no run reads it meanwhile)."""
     def write() -> None:
         spark = service.engine.logs.spark
         for first, count in ranges:
@@ -54,6 +56,9 @@ def load(service: InProcessService, source: TableDef, *ranges: tuple[int, int]) 
                 F.current_timestamp().alias(ROWTIME), F.lit(INSERT).cast("tinyint").alias(OP))
             batch = service.engine.logs.write(source, rows, producer=None)
             assert batch is not None
+            for file in batch.files if row_group_size else ():
+                path = service.data_dir / file
+                pq.write_table(pq.read_table(path), str(path), row_group_size=row_group_size)
             service.engine.store.append_batches([batch])
 
     service.engine.on_engine_thread(write, timeout=300)
@@ -115,12 +120,9 @@ def test_a_run_over_whole_files_writes_without_sorting_in_source_order(service: 
 
 def test_a_file_spark_splits_is_sorted(service: InProcessService, spark: SparkSession) -> None:
     source, sink, flags = started(service)
-    load(service, source, (0, 3000))
-    for file in service.engine.store.batches(source.uid)[0].files:  # the same records, in row groups of 100
-        path = service.data_dir / file
-        pq.write_table(pq.read_table(path), str(path), row_group_size=100)
     spark.conf.set("spark.sql.files.maxPartitionBytes", "2048")  # a split per row group or so
     try:
+        load(service, source, (0, 3000), row_group_size=100)  # rewritten before any run can read it
         quiesce(service.url)
     finally:
         spark.conf.unset("spark.sql.files.maxPartitionBytes")
