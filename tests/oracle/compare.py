@@ -83,8 +83,9 @@ def flink_frame(spark: SparkSession, outcome: FlinkOutcome) -> DataFrame:
     return spark.createDataFrame(rows, schema)
 
 
-def compare_all(flink: dict[str, FlinkOutcome], local: dict[str, LocalOutcome],
-                spark: SparkSession) -> dict[str, Verdict]:
+def compare_all(flink: dict[str, FlinkOutcome], local: dict[str, LocalOutcome], spark: SparkSession,
+                kinds_only: set[str] | None = None) -> dict[str, Verdict]:
+    """Each case's verdict; those in `kinds_only` are judged on the changelog kinds alone (Case.judge_rows)."""
     verdicts: dict[str, Verdict] = {}
     forms: list[tuple[DataFrame, DataFrame, DataFrame]] = []
     for case, theirs in flink.items():
@@ -116,7 +117,8 @@ def compare_all(flink: dict[str, FlinkOutcome], local: dict[str, LocalOutcome],
         if verdict.reasons:
             continue
         _judge(verdict, collected.get((case, "flink"), Counter()), collected.get((case, "local"), Counter()),
-               {KINDS[int(k)] for k in collected.get((case, "kind"), Counter())}, flink[case].sink_mode)
+               {KINDS[int(k)] for k in collected.get((case, "kind"), Counter())}, flink[case].sink_mode,
+               rows=case not in (kinds_only or set()))
     return verdicts
 
 
@@ -145,11 +147,12 @@ def _forms(case: str, theirs: DataFrame, ours: DataFrame,
     return form(theirs, their_types, "flink"), form(ours, our_types, "local")
 
 
-def _judge(verdict: Verdict, theirs: Counter[str], ours: Counter[str], kinds: set[str], sink_mode: str) -> None:
+def _judge(verdict: Verdict, theirs: Counter[str], ours: Counter[str], kinds: set[str], sink_mode: str, *,
+           rows: bool = True) -> None:
     verdict.flink_rows, verdict.local_rows = sum(theirs.values()), sum(ours.values())
     verdict.local_kinds = sorted(kinds)
     missing, extra = theirs - ours, ours - theirs
-    if missing or extra:
+    if rows and (missing or extra):
         verdict.agree = False
         verdict.reasons.append(f"rows: Flink {verdict.flink_rows}, local {verdict.local_rows}; "
                                f"only in Flink {_show(missing)}; only local {_show(extra)}")
