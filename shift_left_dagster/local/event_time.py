@@ -50,7 +50,8 @@ time or on more data than a local run has:
   watermark passes it. A keep-last deduplication (ORDER BY time DESC) emits at once and updates,
   as Flink's RowTimeDeduplicateFunction does: nothing is held. A LEFT interval join over two time
   attributes holds an unmatched left row until the query's watermark passes its interval's end
-  (translation/interval_join.py, bound by `interval_args`).
+  (translation/interval_join.py, bound by `interval_args`); once emitted padded the row is final: a
+  row read in a later run joins nothing that expired before that run (interval_reads.py).
 - Late rows (read once the operator's watermark passed their time) are dropped by the rule of
   Flink's operator (late_rows.py; the watermark is the one before the run that reads them):
   an unbounded OVER (AbstractRowTimeUnboundedPrecedingOver) drops a row whose time is not after

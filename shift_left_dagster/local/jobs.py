@@ -73,6 +73,7 @@ from shift_left_dagster.local.group_aggregation import (
     plan,
     results,
 )
+from shift_left_dagster.local.interval_reads import gated, record_run, with_arrivals
 from shift_left_dagster.local.late_rows import arrival_watermarks, drop_late_rows, dropped_rows
 from shift_left_dagster.local.literal_rows import LiteralRows, literal_rows
 from shift_left_dagster.local.offsets import ScanError, ScanOptions, bound_offsets, scan_options, start_offsets
@@ -418,6 +419,10 @@ class Jobs:
             else:  # without the late rows its event-time operator dropped (late_rows.py)
                 frame = self.views.state(table, ranges, skip=dropped_rows(state, table.uid, query_key, index),
                                          arrival=arrival_sign(scan, table))
+            if gated(query.sql):  # an outer interval join's pairs (interval_reads.py)
+                plain = scan.interval_time and not (scan.event_time or scan.late or scan.arrival or empty)
+                frame = with_arrivals(self.views, table, frame, ranges,
+                                      state.interval_reads.get(query_key) if state and plain else None)
             if isinstance(query, WindowedQuery) and scan.view in query.arrival_views:  # late_rows.py
                 frame = arrival_watermarks(self.views, table, frame, ranges, exact=fired is not None and not (
                     job.snapshot or len({job.sources[s.view].uid for s in query.scans}) > 1))
@@ -440,6 +445,9 @@ class Jobs:
         if state.runs and not fresh:
             return RunOutput(False, state)
         fired = self._fire(job, state, upper)
+        for key, query in job.queries():
+            if gated(query.sql) and key in fired:
+                record_run(state, key, fired[key][0])
         drop_late_rows(self.views, job.queries(), job.sources, state, upper, fired)
         if any(s.aggregation is not None for s in job.sinks):
             self.aggregates.prune(job.name, [a.path for a in state.aggregates.values()])

@@ -14,6 +14,14 @@ matched row has both times: the bounds never hold for NULL). The engine binds th
 query's watermark after the run when both columns are the tables' time attributes
 (Scan.interval_time), else to the highest watermark (a regular join, as Flink plans it then).
 
+Flink forgets a row once it expired (an outer side's emitted padded): a row of the other input read
+later joins nothing of it. Locally each input row carries the run that read it and the query's watermark
+before that run (ARRIVAL_RUN, ARRIVAL_MARK: local/interval_reads.py), and the ON keeps a pair only when
+the row read in the earlier run had not expired by the watermark before the later one's run (`a.t + y +
+1 ms > b's mark` for a left row, `b.t + x + 1 ms > a's mark` for a right one), the very rule its padded
+row is emitted by: a padded row emitted is final, as Flink's, even when a match comes after its source
+was idle.
+
 Flink emits an expired row at its key's cleanup timer (time + y + minCleanUpInterval + 1, the timer of
 the key's first cached row) or when a later row of the other input and the same key arrives, whichever
 comes first; locally it is emitted in the first run whose watermark passes the expiry: the same rows
@@ -32,6 +40,8 @@ from shift_left_dagster.translation.intervals import interval_ms
 
 INTERVAL_UNTIL = "sl_interval_until"
 INTERVAL_TIME = "interval_time"  # table.meta key: the column an interval join bounds the table by
+# Columns of an outer interval join's input views: the run that read the row, the watermark before that run.
+ARRIVAL_RUN, ARRIVAL_MARK = "__sl_arrival_run", "__sl_arrival_mark"
 
 
 @dataclass(frozen=True)
@@ -61,6 +71,8 @@ def hold_unmatched_rows(tree: exp.Expr, ctes: dict[str, exp.Expr]) -> None:
         left_term, right_term, _ = later
         left_table = next(t for t in left_tables if t.alias_or_name == left_term.table)
         left_table.meta[INTERVAL_TIME], right.meta[INTERVAL_TIME] = left_term.column.name, right_term.column.name
+        join.set("on", exp.and_(join.args["on"], _unexpired(first=later[0], then=later[1], upper_ms=later[2]),
+                                _unexpired(first=earlier[0], then=earlier[1], upper_ms=earlier[2])))
         if side in ("LEFT", "FULL"):
             select.where(_held(kept=left_term, matched_by=right_term, upper_ms=later[2]), copy=False)
         if side in ("RIGHT", "FULL"):
@@ -81,6 +93,20 @@ def _held(*, kept: _Term, matched_by: _Term, upper_ms: int) -> exp.Expr:
     matched = exp.Not(this=exp.Is(this=exp.column(matched_by.column.name, table=matched_by.table, quoted=True),
                                   expression=exp.Null()))
     return exp.Paren(this=exp.or_(matched, expired))
+
+
+def _unexpired(*, first: _Term, then: _Term, upper_ms: int) -> exp.Expr:
+    """`first` read in a run after `then`'s, or not yet expired when `then`'s run began: the pair's
+    rows met in Flink's state (first + upper + 1 ms > the watermark before `then`'s run)."""
+    first_sql = exp.column(first.column.name, table=first.table, quoted=True).sql(dialect="spark")
+    first_run = exp.column(ARRIVAL_RUN, table=first.table, quoted=True).sql(dialect="spark")
+    then_run = exp.column(ARRIVAL_RUN, table=then.table, quoted=True).sql(dialect="spark")
+    then_mark = exp.column(ARRIVAL_MARK, table=then.table, quoted=True).sql(dialect="spark")
+    gate = sqlglot.parse_one(f"({first_run} >= {then_run} OR unix_millis(CAST({first_sql} AS TIMESTAMP)) + "
+                             f"{upper_ms + 1} > {then_mark})", read="spark")
+    for node in gate.walk():
+        node.meta["spark"] = True
+    return gate
 
 
 def _base(node: exp.Expr, ctes: dict[str, exp.Expr]) -> bool:

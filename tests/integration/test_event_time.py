@@ -327,12 +327,6 @@ def test_an_event_time_temporal_join_emits_a_probe_row_once_the_watermark_passes
     assert sink() == [("t1", "0.90"), ("t2", "0.95")]  # t2 joins the version valid at its time
 
 
-
-@pytest.mark.xfail(strict=True, reason="known engine defect (issue 26): the local engine recomputes an outer "
-                   "interval join each run, so a match arriving after its left row expired (the right source idle "
-                   "meanwhile) deletes the padded row it already emitted, a D into an append-only sink; Flink's "
-                   "TimeIntervalJoin emitted the padded row at expiry and dropped the row from its cache, so the "
-                   "late match joins nothing")
 def test_an_outer_interval_join_never_retracts_a_padded_row_it_emitted(client: ConfluentClient,
                                                                        insert: Insert) -> None:
     for table in ("eti_l", "eti_r"):
@@ -345,6 +339,7 @@ def test_an_outer_interval_join_never_retracts_a_padded_row_it_emitted(client: C
     assert select(client, "SELECT * FROM eti_sink") == [("a", None)]  # eti_r idle: 'a' expired at 10:10
     insert("eti_r", f"('a', 'late', {at('10:05:00')})")
     assert select(client, "SELECT * FROM eti_sink") == [("a", None)]  # the padded row stays
+
 
 def sessions(clicks: list[tuple[str, str]], gap: timedelta, watermark: datetime) -> list[tuple[str, str, str, int]]:
     """(user, start, end, clicks) of each user's sessions that ended by the watermark (end - 1 ms <= it)."""

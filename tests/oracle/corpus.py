@@ -86,6 +86,9 @@ class Case:
     sink: str
     rows: dict[str, list[list[Any]]] = field(default_factory=dict)
     more_rows: dict[str, list[list[Any]]] = field(default_factory=dict)
+    # False: only the changelog kinds the sink received are judged, not its rows (a variant whose rows
+    # reach Flink in an order the harness can not reproduce: generated.idle_variant)
+    judge_rows: bool = True
 
     def table(self, name: str) -> TableSpec:
         found = next((t for t in self.tables if t.name.lower() == name.lower()), None)

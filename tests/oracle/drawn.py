@@ -172,3 +172,14 @@ def resplit(case: Case, split: int, suffix: str) -> Case:
     return Case(name=f"{case.name}_{suffix}", about=case.about, tables=case.tables, dml=case.dml, sink=case.sink,
                 rows={t: r[:split] for t, r in everything.items() if r[:split]},
                 more_rows={t: r[split:] for t, r in everything.items() if r[split:]})
+
+
+def idle_between(case: Case, suffix: str) -> Case:
+    """The same case with its first source's rows in one engine run and the other sources' in the next:
+    those sources idle during the first run. Judged on the changelog kinds only (Case.judge_rows): a
+    row of the second run may be late for what the first emitted, and Flink, reading its input files
+    together, never meets it late."""
+    first, *others = [t.name for t in case.sources if case.all_rows(t.name)]
+    return Case(name=f"{case.name}_{suffix}", about=case.about, tables=case.tables, dml=case.dml, sink=case.sink,
+                rows={first: case.all_rows(first)}, more_rows={t: case.all_rows(t) for t in others},
+                judge_rows=False)

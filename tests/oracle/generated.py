@@ -34,7 +34,7 @@ from hypothesis.internal.conjecture import providers
 
 from tests.oracle.compare import Verdict
 from tests.oracle.corpus import Case
-from tests.oracle.drawn import Generated, resplit
+from tests.oracle.drawn import Generated, idle_between, resplit
 from tests.oracle.grammar_time import (
     cascade_cases,
     dedup_cases,
@@ -78,10 +78,16 @@ def cases(name: str, kinds: tuple[str, ...] = KINDS) -> st.SearchStrategy[Genera
 
 def split_variants(generated: list[Generated]) -> tuple[list[Case], dict[str, str]]:
     """For each single-source case, its rows in one run (cut after the first row when the case has them in
-    one run): (the variant cases, variant name -> the case whose Flink result it must match)."""
+    one run); for each outer interval join, its first source's rows in one run and the other's in the next
+    (judged on the changelog kinds only: drawn.idle_between): (the variant cases, variant name -> the case
+    whose Flink result it must match)."""
     variants: list[Case] = []
     original: dict[str, str] = {}
     for drawn in generated:
+        if drawn.kind == "interval_join" and not {"interval:left", "interval:right", "interval:full"}.isdisjoint(
+                drawn.features):  # a padded row emitted is final, whichever source was idle meanwhile
+            variants.append(idle_between(drawn.case, "idle_between"))
+            original[variants[-1].name] = drawn.case.name
         if not drawn.single_source:
             continue
         total = max(len(drawn.case.all_rows(t.name)) for t in drawn.case.tables)

@@ -5,12 +5,15 @@ names stay as the case writes them. The steps run for all cases at once (the
 engine has one thread; submitting together keeps it busy): create the tables,
 insert `rows`, deploy the DMLs, quiesce, insert `more_rows`, quiesce. The sink
 is then read as the checks read a local sink (LocalData, read-only): its
-current rows and the changelog records the statement wrote.
+current rows and the changelog records the statement wrote. A step waits for its
+statements with one listing per poll, filtered by the pass's label (a GET per
+statement and poll kept the service's threads busy beside the engine's).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +30,9 @@ from tests.oracle.literals import sql_literal, typed
 
 KINDS = {0: "I", 1: "UB", 2: "UA", 3: "D"}
 _names = itertools.count()
+_passes = itertools.count()
+PASS_LABEL = "oracle-pass"  # the label of one run_local's statements (its waits list only those)
+POLL_SECONDS, WAIT_SECONDS = 0.3, 300.0
 
 
 @dataclass
@@ -45,6 +51,7 @@ class LocalOutcome:
 class _Run:
     case: Case
     database: str
+    label: str = ""  # the pass's PASS_LABEL value
     pending: list[str] = field(default_factory=list)  # statements to wait for in the current step
     submitted: list[str] = field(default_factory=list)  # every statement of the case, deleted once read
     dml: str | None = None
@@ -70,7 +77,8 @@ def run_local(cases: list[Case], url: str, data_dir: Path, spark: SparkSession,
     started = time.monotonic()
     lap = _Lap(phases if phases is not None else {})
     client = client_for(url)
-    runs = [_Run(case=c, database=database_of(c)) for c in cases]
+    label = f"p{os.getpid()}-{next(_passes)}"
+    runs = [_Run(case=c, database=database_of(c), label=label) for c in cases]
     for run in runs:
         for table in run.case.tables:
             _submit(client, run, "ddl", table.ddl)
@@ -123,7 +131,8 @@ def _live(runs: list[_Run]) -> list[_Run]:
 
 def _submit(client: ConfluentClient, run: _Run, kind: str, sql: str) -> str:
     name = f"oracle-{run.case.name.replace('_', '-')}-{kind}-{next(_names)}"[:72]
-    client.create_statement(name, sql, properties={"sql.current-database": run.database})
+    client.create_statement(name, sql, properties={"sql.current-database": run.database},
+                            labels={PASS_LABEL: run.label})
     run.pending.append(name)
     run.submitted.append(name)
     return name
@@ -131,12 +140,24 @@ def _submit(client: ConfluentClient, run: _Run, kind: str, sql: str) -> str:
 
 def _wait(client: ConfluentClient, runs: list[_Run], phase: str, wanted: tuple[str, ...]) -> None:
     """Wait for every pending statement; the first FAILED one is its case's outcome."""
+    pending = {name: run for run in runs for name in run.pending}
     for run in runs:
-        for name in run.pending:
-            statement = client.wait_for_phase(name, {*wanted, "FAILED"}, timeout=300)
+        run.pending = []
+    deadline = time.monotonic() + WAIT_SECONDS
+    while pending:
+        label = next(iter(pending.values())).label
+        for statement in client.list_statements(label_selector={PASS_LABEL: label}):
+            run = pending.get(statement.name)
+            if run is None or statement.phase not in (*wanted, "FAILED"):
+                continue
             if statement.phase == "FAILED" and run.outcome.error is None:
                 run.outcome.error, run.outcome.phase = statement.status.detail or "FAILED", phase
-        run.pending = []
+            del pending[statement.name]
+        if pending and time.monotonic() > deadline:
+            raise TimeoutError(f"{len(pending)} oracle statements not {'/'.join(wanted)} after {WAIT_SECONDS:.0f} s: "
+                               f"{', '.join(sorted(pending)[:5])}")
+        if pending:
+            time.sleep(POLL_SECONDS)
 
 
 def _insert(client: ConfluentClient, runs: list[_Run], *, more: bool) -> None:
@@ -154,11 +175,13 @@ def _insert(client: ConfluentClient, runs: list[_Run], *, more: bool) -> None:
 
 def _failed_at_run(client: ConfluentClient, runs: list[_Run]) -> None:
     """A DML that failed on its input once deployed: that is its case's outcome."""
-    for run in _live(runs):
-        if run.dml is not None:
-            statement = client.get_statement(run.dml)
-            if statement.phase == "FAILED":
-                run.outcome.error, run.outcome.phase = statement.status.detail or "FAILED", "run"
+    dmls = {run.dml: run for run in _live(runs) if run.dml is not None}
+    if not dmls:
+        return
+    for statement in client.list_statements(label_selector={PASS_LABEL: runs[0].label}):
+        run = dmls.get(statement.name)
+        if run is not None and statement.phase == "FAILED":
+            run.outcome.error, run.outcome.phase = statement.status.detail or "FAILED", "run"
 
 
 def _read(data: LocalData, run: _Run) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from shift_left_dagster.local.windows import ARRIVAL_WATERMARK, WindowedQuery, gate_windows
 from shift_left_dagster.project.parsing import parse_one_statement
-from shift_left_dagster.translation.interval_join import INTERVAL_UNTIL
+from shift_left_dagster.translation.interval_join import ARRIVAL_MARK, ARRIVAL_RUN, INTERVAL_UNTIL
 from shift_left_dagster.translation.spark import ARRIVAL, SparkQuery, translate_query
 
 
@@ -46,7 +46,7 @@ def test_right_interval_join_keeps_an_unmatched_right_row_only_once_expired() ->
     assert [s.interval_time for s in query.scans] == ["ts", "ts"]
     assert f"+ 300001 <= :{INTERVAL_UNTIL}" in query.sql  # b.ts + the most a.ts can exceed it + 1 ms
     assert "NOT `a`.`ts` IS NULL" in query.sql
-    assert "600001" not in query.sql  # an unmatched left row is never emitted
+    assert f"600001 <= :{INTERVAL_UNTIL}" not in query.sql  # an unmatched left row is never emitted
 
 
 def test_full_interval_join_holds_both_sides() -> None:
@@ -57,6 +57,17 @@ def test_full_interval_join_holds_both_sides() -> None:
     assert "NOT `a`.`ts` IS NULL" in query.sql and "NOT `b`.`ts` IS NULL" in query.sql
 
 
+def test_an_outer_interval_join_pairs_no_row_with_one_that_expired_before_its_run() -> None:
+    query = translated("SELECT a.k, b.v FROM t AS a LEFT JOIN u AS b ON a.k = b.k "
+                       "AND b.ts BETWEEN a.ts - INTERVAL '5' MINUTE AND a.ts + INTERVAL '10' MINUTE")
+    on = query.sql.split(" ON ", 1)[1]
+    # a left row read in an earlier run than b's: kept only while a.ts + 10 min + 1 ms is above b's run's watermark
+    assert (f"`a`.`{ARRIVAL_RUN}` >= `b`.`{ARRIVAL_RUN}` OR UNIX_MILLIS(CAST(`a`.`ts` AS TIMESTAMP)) + 600001 > "
+            f"`b`.`{ARRIVAL_MARK}`") in on
+    assert (f"`b`.`{ARRIVAL_RUN}` >= `a`.`{ARRIVAL_RUN}` OR UNIX_MILLIS(CAST(`b`.`ts` AS TIMESTAMP)) + 300001 > "
+            f"`a`.`{ARRIVAL_MARK}`") in on
+
+
 @pytest.mark.parametrize("sql", [
     "SELECT a.k, b.v FROM t AS a JOIN u AS b ON a.k = b.k AND b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' HOUR",
     "SELECT a.k, b.v FROM t AS a LEFT JOIN u AS b ON a.k = b.k",
@@ -64,7 +75,7 @@ def test_full_interval_join_holds_both_sides() -> None:
 ])
 def test_inner_and_regular_joins_hold_nothing(sql: str) -> None:
     query = translated(sql)
-    assert INTERVAL_UNTIL not in query.sql
+    assert INTERVAL_UNTIL not in query.sql and ARRIVAL_RUN not in query.sql
     assert not any(s.interval_time for s in query.scans)
 
 
