@@ -9,8 +9,8 @@ same 3000 AssetSpecs (same keys, deps, group, kinds, tags, metadata, code versio
 AssetCheckSpecs from their fields and puts them in one multi_asset in Definitions. (Checks cost Dagster
 one output each: 18000 here.) Our build pauses the cycle collector (project/inventory.py `paused_gc`);
 the bare one, as a user writes it, does not, so it pays Python's automatic full collections: a second
-ratio, with no target, builds the bare one with the collector paused the same way. Planning times every table of the project as a target with nothing
-running (the largest plans).
+ratio, with no target, builds the bare one with the collector paused the same way. Planning times every
+table of the project as a target with nothing running (the largest plans).
 
     python bench/bench_defs.py [--tables 3000] [--pairs 5]
 """
