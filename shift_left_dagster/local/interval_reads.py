@@ -12,9 +12,7 @@ had not expired by the watermark before the other's run.
 
 from __future__ import annotations
 
-from functools import reduce
-
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import OFFSET, PARTITION, TableDef
@@ -42,13 +40,35 @@ def with_arrivals(views: TableViews, table: TableDef, frame: DataFrame, ranges: 
     input (or not append-only), so every row is of one run and no pair is gated."""
     if not reads or table.upsert or any(b.retractions for b in views.logs.store.batches(table.uid)):
         return frame.withColumn(ARRIVAL_RUN, F.lit(0)).withColumn(ARRIVAL_MARK, F.lit(MIN_WATERMARK))
-    run: Column = F.lit(0)
-    mark: Column = F.lit(MIN_WATERMARK)
-    for index, read in enumerate(reads):  # the latest run that began at or before the record
-        starts = read.starts.get(table.uid, {})
-        began = reduce(lambda a, b: a | b, [(F.col(f"`{PARTITION}`") == p) & (F.col(f"`{OFFSET}`") >= starts.get(p, 0))
-                                            for p in range(table.partitions)], F.lit(False))
-        run, mark = F.when(began, index).otherwise(run), F.when(began, read.watermark).otherwise(mark)
     rows = views.located(table, ranges)
-    return rows.select(*[F.col(f"`{name}`") for name in frame.columns], run.alias(ARRIVAL_RUN),
-                       mark.alias(ARRIVAL_MARK))
+    return with_runs(rows.select(F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"),
+                                 *[F.col(f"`{name}`") for name in frame.columns]),
+                     table.uid, table.partitions, reads).select(*[F.col(f"`{name}`") for name in frame.columns],
+                                                                ARRIVAL_RUN, ARRIVAL_MARK)
+
+
+def with_runs(rows: DataFrame, uid: str, partitions: int, reads: list[IntervalRead]) -> DataFrame:
+    """`rows` ($partition, $offset, ...) with ARRIVAL_RUN and ARRIVAL_MARK: the latest run that began at or
+    before each record and that run's watermark before it (run 0 and the lowest watermark when none did).
+    The runs are data, not an expression: each run's start is a marker row sorted among the records of its
+    partition, and each record takes the last marker before it (an expression of one CASE per run grew with
+    every run of a long-lived statement, and Spark's analyser overflowed at a few hundred)."""
+    latest: dict[tuple[int, int], tuple[int, int]] = {}  # (partition, start) -> the last run beginning there
+    for index, read in enumerate(reads):
+        for partition in range(partitions):
+            latest[(partition, read.starts.get(uid, {}).get(partition, 0))] = (index, read.watermark)
+    marker = "__sl_marker"
+    markers = rows.sparkSession.createDataFrame(
+        [(p, start, run, mark) for (p, start), (run, mark) in latest.items()],
+        f"`{PARTITION}` INT, `{OFFSET}` BIGINT, `{ARRIVAL_RUN}` INT, `{ARRIVAL_MARK}` BIGINT")
+    both = rows.withColumn(marker, F.lit(False)).unionByName(markers.withColumn(marker, F.lit(True)),
+                                                              allowMissingColumns=True)
+    before = Window.partitionBy(f"`{PARTITION}`").orderBy(F.col(f"`{OFFSET}`"), F.col(marker).desc(),
+                                                          F.col(f"`{ARRIVAL_RUN}`").asc_nulls_first()) \
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    return both.select(
+        *[F.col(f"`{name}`") for name in rows.columns], F.col(marker),
+        F.coalesce(F.last(F.col(f"`{ARRIVAL_RUN}`"), ignorenulls=True).over(before), F.lit(0)).alias(ARRIVAL_RUN),
+        F.coalesce(F.last(F.col(f"`{ARRIVAL_MARK}`"), ignorenulls=True).over(before),
+                   F.lit(MIN_WATERMARK)).alias(ARRIVAL_MARK),
+    ).where(~F.col(marker)).drop(marker)
