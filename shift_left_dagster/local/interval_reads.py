@@ -40,11 +40,8 @@ def with_arrivals(views: TableViews, table: TableDef, frame: DataFrame, ranges: 
     input (or not append-only), so every row is of one run and no pair is gated."""
     if not reads or table.upsert or any(b.retractions for b in views.logs.store.batches(table.uid)):
         return frame.withColumn(ARRIVAL_RUN, F.lit(0)).withColumn(ARRIVAL_MARK, F.lit(MIN_WATERMARK))
-    rows = views.located(table, ranges)
-    return with_runs(rows.select(F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"),
-                                 *[F.col(f"`{name}`") for name in frame.columns]),
-                     table.uid, table.partitions, reads).select(*[F.col(f"`{name}`") for name in frame.columns],
-                                                                ARRIVAL_RUN, ARRIVAL_MARK)
+    located = with_runs(views.located(table, ranges), table.uid, table.partitions, reads)
+    return located.select(*[F.col(f"`{name}`") for name in frame.columns], ARRIVAL_RUN, ARRIVAL_MARK)
 
 
 def with_runs(rows: DataFrame, uid: str, partitions: int, reads: list[IntervalRead]) -> DataFrame:
