@@ -821,7 +821,8 @@ def _normalized_sink(sink: Sink, job: Job, query: exp.Expression, upserts: list[
         filtered = any(s.args.get("where") for s in query.find_all(exp.Select))
         keyed = len(upserts) == 1 and _keeps_upsert_key(query, sink.target, table.primary_key, job.sources[upserts[0]])
         sink.before = "drop" if keyed and not filtered else "delete"
-    names = {c.name.lower() for c in query.find_all(exp.Column)}
+    # every part of a column: `t.c0.f` parses as column f of table c0, and reads the column c0
+    names = {part.name.lower() for c in query.find_all(exp.Column) for part in c.parts}
     star = any(True for _ in query.find_all(exp.Star))
     for view in upserts:
         source = job.sources[view]

@@ -32,10 +32,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     # joins them. Generated cases are no longer cut where this happens (grammar_time.py, idle_late).
     "join_full_interval_two_runs": "the local service idles every input between runs (the idle timeout taken "
                                    "as elapsed); Flink reading both runs' rows at once never idles",
-    # Found by the long run of 2026-11-26 (seed 27, g27_1906), not yet read: an engine defect to fix, kept
-    # here so the corpus says so (not caused by the literal VALUES path: the same with it switched off).
-    "upsert_row_field_to_null": "engine defect, not yet explained: the key's second update in one run (every "
-                                "value column NULL) is lost; Flink's sink holds it",
 }
 
 
