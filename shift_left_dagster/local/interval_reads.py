@@ -46,10 +46,16 @@ def recorded(query: SparkQuery) -> bool:
     return gated(query.sql) or temporal(query)
 
 
-def record_run(state: RunState, key: str, watermark_before: int) -> None:
-    """This run of the query `key`: the watermark before it, and each source's next offset (its first read)."""
-    state.interval_reads.setdefault(key, []).append(IntervalRead(
-        watermark=watermark_before, starts={p.table_uid: dict(p.next) for p in state.sources.values()}))
+def record_run(state: RunState, key: str, watermark_before: int, tables: set[str], fresh: set[str]) -> None:
+    """This run of the query `key` (reading `tables`, by uid): the watermark before it, and where it began
+    reading each of them. A run in which none of them has new records (`fresh`: the tables that have) reads
+    no row of the query, so it is not recorded (after the first): a run of a statement set whose other
+    queries' sources got the input would otherwise add an entry every time, and no row would take it."""
+    reads = state.interval_reads.setdefault(key, [])
+    if reads and not tables & fresh:
+        return
+    reads.append(IntervalRead(watermark=watermark_before, starts={
+        p.table_uid: dict(p.next) for p in state.sources.values() if p.table_uid in tables}))
 
 
 def with_arrivals(views: TableViews, table: TableDef, frame: DataFrame, ranges: Ranges | None,

@@ -456,7 +456,7 @@ class Jobs:
         fired = self._fire(job, state, upper)
         for key, query in job.queries():
             if recorded(query) and key in fired:
-                record_run(state, key, fired[key][0])
+                record_run(state, key, fired[key][0], {job.sources[s.view].uid for s in query.scans}, fresh)
         drop_late_rows(self.views, job.queries(), job.sources, state, upper, fired)
         if any(s.aggregation is not None for s in job.sinks):
             self.aggregates.prune(job.name, [a.path for a in state.aggregates.values()])

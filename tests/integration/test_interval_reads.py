@@ -15,8 +15,8 @@ from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import DELETE, INSERT, OFFSET, OP, PARTITION
 from shift_left_dagster.local.event_time import MIN_WATERMARK
-from shift_left_dagster.local.interval_reads import versions_as_read, with_runs
-from shift_left_dagster.local.store import IntervalRead
+from shift_left_dagster.local.interval_reads import record_run, versions_as_read, with_runs
+from shift_left_dagster.local.store import IntervalRead, RunState, SourceProgress
 from shift_left_dagster.translation.spark import VALID_FROM, VALID_TO
 
 pytestmark = pytest.mark.spark
@@ -84,3 +84,30 @@ def test_a_probe_row_sees_the_versions_read_by_the_run_that_emitted_it(spark: Sp
         assert got == expected, (key, at, emitted)
         checked += 1
     assert checked > 60
+
+
+def test_a_run_without_new_rows_of_the_query_is_not_recorded_and_no_row_changes(spark: SparkSession) -> None:
+    """A statement set's query reading table a, beside another reading c: 200 runs, in some only c gets rows.
+    Those runs are not recorded (after the first), and each row of a keeps its run's watermark and the order
+    of its run among the others' (what the joins compare), as when every run was recorded."""
+    rng = random.Random(27)
+    state = RunState(sources={name: SourceProgress(table_uid=name, start={0: 0}, next={0: 0}) for name in "ac"})
+    every: list[IntervalRead] = []
+    for run in range(200):
+        fresh = {"c"} | ({"a"} if run == 0 or rng.random() < 0.5 else set())
+        every.append(IntervalRead(watermark=run * 1_000, starts={"a": dict(state.sources["a"].next)}))
+        record_run(state, "0", run * 1_000, {"a"}, fresh)
+        for name in fresh:
+            state.sources[name].next = {0: state.sources[name].next[0] + rng.randrange(1, 4)}
+    kept = state.interval_reads["0"]
+    assert 60 < len(kept) < 140 and all(set(r.starts) == {"a"} for r in kept)
+    rows = spark.createDataFrame([(0, o) for o in range(state.sources["a"].next[0])],
+                                 f"`{PARTITION}` INT, `{OFFSET}` BIGINT")
+
+    def runs_of(reads: list[IntervalRead]) -> list[tuple[int, int, int]]:
+        return sorted((r[1], r[2], r[3]) for r in with_runs(rows, "a", 1, reads).collect())
+
+    compacted, full = runs_of(kept), runs_of(every)
+    assert [(o, m) for o, _r, m in compacted] == [(o, m) for o, _r, m in full]
+    pairs = list(zip(compacted, full, strict=True))
+    assert all((a[1] < b[1]) == (c[1] < d[1]) for a, c in pairs for b, d in pairs[::7])
