@@ -90,7 +90,7 @@ def main() -> int:
           f"agree {total.agree} ({share:.1f} %), disagree {total.tried - total.agree}, "
           f"not run by both {total.unrun}; wall {time.monotonic() - started:.0f} s")
     print(f"second property (the same rows in other engine runs, where the case agrees; an outer interval "
-          f"join's with a source idle in the first run, judged on its changelog kinds): "
+          f"join's or LEFT temporal join's with a source idle in the first run, judged on its changelog kinds): "
           f"{total.splits_agree}/{total.splits_tried} agree")
     for label, n in sorted(total.by_class.items(), key=lambda item: (-item[1], item[0])):
         print(f"  {label:40} {n}")

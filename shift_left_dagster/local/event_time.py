@@ -67,7 +67,10 @@ time or on more data than a local run has:
   over the rows since: locally that row stays dropped. An event-time temporal join drops no probe
   row: a late one is joined at the next watermark, with the versions its state still holds (it
   keeps the latest version at or below the watermark and those after), where locally it gets the
-  version valid at its time even if Flink had dropped that version. Window TVFs drop what comes
+  version valid at its time among those read before the watermark passed that time, even if Flink
+  had dropped that version. A probe row emitted is final: it sees only the versions read by the run
+  that emitted it (interval_reads.py, versions_as_read), so a version read later, even one late for
+  its time, changes no row emitted. Window TVFs drop what comes
   after its window fired (windows.py); SESSION windows are gated as the others: a fired session is
   never emitted again, but a late record can still merge into a session not fired yet.
 """

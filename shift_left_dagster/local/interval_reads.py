@@ -8,18 +8,27 @@ one: a D into an append-only sink. Each run of such a query records the watermar
 it began reading each source (RunState.interval_reads); each input row gets the run that read it and
 that watermark (ARRIVAL_RUN, ARRIVAL_MARK), and the join's ON keeps a pair only when the row read first
 had not expired by the watermark before the other's run.
+
+An event-time temporal join has the same shape of defect and uses the same runs: Flink's
+TemporalRowTimeJoinOperator emits a probe row once, when the watermark passes its time, joined to the
+version valid then among the versions it holds, and forgets it. Recomputed each run, a version read
+later (its source idle meanwhile, or late for its time) would turn the emitted row into another: a D
+into an append-only sink. So each version record counts only past the watermark before the run that
+read it (versions_as_read): a probe row at t sees the versions whose run began before the watermark
+passed t, those read by the run that emitted it.
 """
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import OFFSET, PARTITION, TableDef
-from shift_left_dagster.local.event_time import MIN_WATERMARK
+from shift_left_dagster.local.event_time import MAX_WATERMARK, MIN_WATERMARK
 from shift_left_dagster.local.store import IntervalRead, RunState
-from shift_left_dagster.local.views import Ranges, TableViews
+from shift_left_dagster.local.views import Ranges, TableViews, Validity
 from shift_left_dagster.translation.interval_join import ARRIVAL_MARK, ARRIVAL_RUN
+from shift_left_dagster.translation.spark import VALID_FROM, VALID_TO, SparkQuery
 
 
 def gated(sql: str) -> bool:
@@ -27,10 +36,26 @@ def gated(sql: str) -> bool:
     return ARRIVAL_RUN in sql
 
 
-def record_run(state: RunState, key: str, watermark_before: int) -> None:
-    """This run of the query `key`: the watermark before it, and each source's next offset (its first read)."""
-    state.interval_reads.setdefault(key, []).append(IntervalRead(
-        watermark=watermark_before, starts={p.table_uid: dict(p.next) for p in state.sources.values()}))
+def temporal(query: SparkQuery) -> bool:
+    """Whether a query has an event-time temporal join (a versioned table, a probe side held by time)."""
+    return any(s.versioned for s in query.scans) and any(s.event_time for s in query.scans)
+
+
+def recorded(query: SparkQuery) -> bool:
+    """Whether the engine records a query's runs: an outer interval join's or an event-time temporal join's."""
+    return gated(query.sql) or temporal(query)
+
+
+def record_run(state: RunState, key: str, watermark_before: int, tables: set[str], fresh: set[str]) -> None:
+    """This run of the query `key` (reading `tables`, by uid): the watermark before it, and where it began
+    reading each of them. A run in which none of them has new records (`fresh`: the tables that have) reads
+    no row of the query, so it is not recorded (after the first): a run of a statement set whose other
+    queries' sources got the input would otherwise add an entry every time, and no row would take it."""
+    reads = state.interval_reads.setdefault(key, [])
+    if reads and not tables & fresh:
+        return
+    reads.append(IntervalRead(watermark=watermark_before, starts={
+        p.table_uid: dict(p.next) for p in state.sources.values() if p.table_uid in tables}))
 
 
 def with_arrivals(views: TableViews, table: TableDef, frame: DataFrame, ranges: Ranges | None,
@@ -69,3 +94,28 @@ def with_runs(rows: DataFrame, uid: str, partitions: int, reads: list[IntervalRe
         F.coalesce(F.last(F.col(f"`{ARRIVAL_MARK}`"), ignorenulls=True).over(before),
                    F.lit(MIN_WATERMARK)).alias(ARRIVAL_MARK),
     ).where(~F.col(marker)).drop(marker)
+
+
+def versions_as_read(uid: str, partitions: int, reads: list[IntervalRead]) -> Validity:
+    """The validity of a versioned table's records (views.versions) as each probe row saw them when emitted.
+
+    A record read in a run whose watermark before was `mark` counts for a probe row at t only when t >
+    mark (the row was not emitted before that run) and t >= its time: from max(time, mark + 1 ms), its
+    VALID_FROM. It is the version at t while no later record (by time, then position) counts at t: its
+    VALID_TO is the least VALID_FROM of the records after it. In order, each VALID_FROM is the record's
+    time and VALID_TO the next one's (as without runs); a record late for its run's watermark counts only
+    for probe rows not emitted yet, and a record read once the watermark is the highest for none. A probe
+    row itself late (at or below the watermark before its run) sees what a row at its time saw when the
+    watermark passed it: Flink joins it at the next watermark with the versions it still holds (a known
+    difference, local/event_time.py)."""
+    def validity(records: DataFrame, time: Column, keys: list[Column]) -> DataFrame:
+        mark = F.col(f"`{ARRIVAL_MARK}`")
+        counted = (F.when(time.isNull() | (mark >= F.lit(MAX_WATERMARK)), F.lit(None).cast("timestamp"))
+                   .when(F.unix_millis(time) > mark, time).otherwise(F.timestamp_millis(mark + 1)))
+        # the records after each (the versions' order reversed): a running frame, not an O(n^2) following one
+        after = Window.partitionBy(*keys).orderBy(time.desc(), F.col(f"`{PARTITION}`").desc(),
+                                                  F.col(f"`{OFFSET}`").desc()) \
+            .rowsBetween(Window.unboundedPreceding, -1)
+        return (with_runs(records, uid, partitions, reads).withColumn(VALID_FROM, counted)
+                .withColumn(VALID_TO, F.min(F.col(VALID_FROM)).over(after)).drop(ARRIVAL_RUN, ARRIVAL_MARK))
+    return validity

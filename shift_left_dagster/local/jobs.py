@@ -73,7 +73,14 @@ from shift_left_dagster.local.group_aggregation import (
     plan,
     results,
 )
-from shift_left_dagster.local.interval_reads import gated, record_run, with_arrivals
+from shift_left_dagster.local.interval_reads import (
+    gated,
+    record_run,
+    recorded,
+    temporal,
+    versions_as_read,
+    with_arrivals,
+)
 from shift_left_dagster.local.late_rows import arrival_watermarks, drop_late_rows, dropped_rows
 from shift_left_dagster.local.literal_rows import LiteralRows, literal_rows
 from shift_left_dagster.local.offsets import ScanError, ScanOptions, bound_offsets, scan_options, start_offsets
@@ -406,8 +413,10 @@ class Jobs:
                 ranges = {p: (0, 0) for p in range(table.partitions)}
             elif progress is not None and upper is not None:
                 ranges = _ranges(progress, upper[table.uid], incremental=incremental)
-            if scan.versioned:
-                frame = self.views.versions(table, ranges)
+            if scan.versioned:  # as each probe row saw them when emitted (interval_reads.py)
+                reads = state.interval_reads.get(query_key) if state and temporal(query) and not empty else None
+                frame = self.views.versions(table, ranges, versions_as_read(table.uid, table.partitions, reads)
+                                            if reads else None)
             elif incremental and table.upsert:
                 history = None if ranges is None or progress is None else {
                     p: (progress.start.get(p, 0), end) for p, (_low, end) in ranges.items()}
@@ -446,8 +455,8 @@ class Jobs:
             return RunOutput(False, state)
         fired = self._fire(job, state, upper)
         for key, query in job.queries():
-            if gated(query.sql) and key in fired:
-                record_run(state, key, fired[key][0])
+            if recorded(query) and key in fired:
+                record_run(state, key, fired[key][0], {job.sources[s.view].uid for s in query.scans}, fresh)
         drop_late_rows(self.views, job.queries(), job.sources, state, upper, fired)
         if any(s.aggregation is not None for s in job.sinks):
             self.aggregates.prune(job.name, [a.path for a in state.aggregates.values()])

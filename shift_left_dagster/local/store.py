@@ -110,8 +110,8 @@ class AggregateState(BaseModel):
 
 
 class IntervalRead(BaseModel):
-    """One run of an outer interval join's query (interval_reads.py): the query's watermark before it
-    and where it began reading each source (table uid -> partition -> offset)."""
+    """One run of an outer interval join's or event-time temporal join's query (interval_reads.py): the
+    query's watermark before it and where it began reading each source (table uid -> partition -> offset)."""
 
     watermark: int
     starts: dict[str, dict[int, int]] = Field(default_factory=dict)
@@ -121,7 +121,7 @@ class RunState(BaseModel):
     """A statement's persisted progress, keyed by source table name; `watermarks` holds, per query
     with event-time operators (windows.py, event_time.py), the watermark it has emitted up to (epoch ms);
     `aggregates`, per incremental GROUP BY sink (by position), its accumulators; `interval_reads`, per
-    query with an outer interval join, its runs in order."""
+    query with an outer interval join or an event-time temporal join, its runs in order."""
 
     sources: dict[str, SourceProgress] = Field(default_factory=dict)
     runs: int = 0

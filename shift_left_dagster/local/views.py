@@ -6,7 +6,7 @@ columns, in declaration order) plus `$rowtime`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import reduce
 
 from pyspark.sql import Column, DataFrame, Window
@@ -30,6 +30,8 @@ from shift_left_dagster.translation.spark import ARRIVAL, HIDDEN, VALID_FROM, VA
 
 Ranges = dict[int, tuple[int, int]]
 _TIMES = (T.TimestampType, T.TimestampNTZType)
+# (records, their version time, their key columns) -> the records with VALID_FROM and VALID_TO
+Validity = Callable[[DataFrame, Column, list[Column]], DataFrame]
 _LATEST = "__sl_latest"  # a key's latest version time among the records before one (versions)
 
 
@@ -111,9 +113,12 @@ class TableViews:
         ordered = [(F.col(f"`{OFFSET}`") * arrival).alias(ARRIVAL)] if arrival else []
         return records.select(*self._visible(table), *ordered)
 
-    def versions(self, table: TableDef, ranges: Ranges | None = None) -> DataFrame:
+    def versions(self, table: TableDef, ranges: Ranges | None = None,
+                 validity: Validity | None = None) -> DataFrame:
         """Every version of a versioned table with its validity [valid_from, valid_to) in version time
-        (the watermark column, else $rowtime); a delete ends a version and is no version itself."""
+        (the watermark column, else $rowtime); a delete ends a version and is no version itself.
+        `validity` sets the two columns instead when each probe row may see only the versions read before
+        it was emitted (local/interval_reads.py, versions_as_read)."""
         if not table.primary_key:
             raise TemporalJoinError(
                 f"Temporal Table Join requires primary key in versioned table, but no primary key can be found "
@@ -128,8 +133,9 @@ class TableViews:
         records = records.withColumn(_LATEST, F.max(F.when(F.col(f"`{OP}`") != DELETE, time)).over(before)).where(
             (F.col(f"`{OP}`") == DELETE) | F.col(_LATEST).isNull() | (time >= F.col(_LATEST)))
         order = Window.partitionBy(*keys).orderBy(time, F.col(f"`{PARTITION}`"), F.col(f"`{OFFSET}`"))
-        records = (records.withColumn(VALID_FROM, time).withColumn(VALID_TO, F.lead(time).over(order))
-                   .where(F.col(f"`{OP}`") != DELETE))
+        records = validity(records, time, keys) if validity is not None else \
+            records.withColumn(VALID_FROM, time).withColumn(VALID_TO, F.lead(time).over(order))
+        records = records.where(F.col(f"`{OP}`") != DELETE)
         return records.select(*self._visible(table), F.col(VALID_FROM), F.col(VALID_TO))
 
     def highest_times(self, table: TableDef, column: str, ranges: Ranges) -> dict[int, int | None]:

@@ -86,8 +86,8 @@ class Case:
     sink: str
     rows: dict[str, list[list[Any]]] = field(default_factory=dict)
     more_rows: dict[str, list[list[Any]]] = field(default_factory=dict)
-    # False: only the changelog kinds the sink received are judged, not its rows (a variant whose rows
-    # reach Flink in an order the harness can not reproduce: generated.idle_variant)
+    # False: only the changelog kinds the sink received are judged, not its rows (a case or variant whose
+    # rows reach Flink in an order the harness can not reproduce: drawn.idle_between; `judge: kinds` in YAML)
     judge_rows: bool = True
 
     def table(self, name: str) -> TableSpec:
@@ -121,8 +121,12 @@ def load_case(path: Path) -> Case:
     # The DML is not parsed here: one our dialect can not read must still reach both engines.
     target, _columns, _query = split_insert(dml)
     tables = [table_spec(parse_one_statement(sql, f"{path.name}:ddl")) for sql in ddls]
+    judge = body.get("judge", "rows")
+    if judge not in ("rows", "kinds"):
+        raise ValueError(f"{path.name}: judge: {judge!r} (write `rows`, the default, or `kinds`)")
     case = Case(name=path.stem, about=str(body.get("about", "")).strip(), tables=tables, dml=dml.strip().rstrip(";"),
-                sink=target, rows=_rows(body.get("rows")), more_rows=_rows(body.get("more_rows")))
+                sink=target, rows=_rows(body.get("rows")), more_rows=_rows(body.get("more_rows")),
+                judge_rows=judge == "rows")
     for table in [*case.rows, *case.more_rows]:
         case.table(table)  # rows of a table the case does not create are a corpus error
     case.table(case.sink)

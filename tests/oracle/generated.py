@@ -78,14 +78,15 @@ def cases(name: str, kinds: tuple[str, ...] = KINDS) -> st.SearchStrategy[Genera
 
 def split_variants(generated: list[Generated]) -> tuple[list[Case], dict[str, str]]:
     """For each single-source case, its rows in one run (cut after the first row when the case has them in
-    one run); for each outer interval join, its first source's rows in one run and the other's in the next
-    (judged on the changelog kinds only: drawn.idle_between): (the variant cases, variant name -> the case
-    whose Flink result it must match)."""
+    one run); for each outer interval join and LEFT temporal join, its first source's rows in one run and the
+    other's in the next (judged on the changelog kinds only: drawn.idle_between): (the variant cases, variant
+    name -> the case whose Flink result it must match)."""
     variants: list[Case] = []
     original: dict[str, str] = {}
     for drawn in generated:
-        if drawn.kind == "interval_join" and not {"interval:left", "interval:right", "interval:full"}.isdisjoint(
-                drawn.features):  # a padded row emitted is final, whichever source was idle meanwhile
+        if not _IDLE_BETWEEN.isdisjoint(drawn.features):
+            # a padded row emitted is final (an outer interval join's, a temporal join's probe row), whichever
+            # source was idle meanwhile: the sink never gets a D
             variants.append(idle_between(drawn.case, "idle_between"))
             original[variants[-1].name] = drawn.case.name
         if not drawn.single_source:
@@ -96,6 +97,10 @@ def split_variants(generated: list[Generated]) -> tuple[list[Case], dict[str, st
         variants.append(resplit(drawn.case, cut, suffix))
         original[variants[-1].name] = drawn.case.name
     return variants, original
+
+
+# The features whose cases get an idle_between variant: a row emitted padded before the other input's rows came.
+_IDLE_BETWEEN = {"interval:left", "interval:right", "interval:full", "temporal:left"}
 
 
 @contextmanager

@@ -67,7 +67,8 @@ def run_oracle(cases: list[Case], url: str, data_dir: Path, spark: SparkSession,
     began = time.monotonic()
     expected = {c.name: flink[c.name] for c in cases}
     expected |= {v.name: flink[(original or {})[v.name]] for v in variants or []}
-    verdicts = compare_all(expected, local, spark, kinds_only={v.name for v in variants or [] if not v.judge_rows})
+    verdicts = compare_all(expected, local, spark,
+                           kinds_only={c.name for c in [*cases, *(variants or [])] if not c.judge_rows})
     return OracleRun(verdicts=verdicts, flink_seconds=flink_seconds, local_seconds=local_seconds,
                      compare_seconds=time.monotonic() - began, local_phases=phases)
 
