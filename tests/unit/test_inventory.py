@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from shift_left_dagster.project import inventory as inventory_module
+from shift_left_dagster.project import scan as scan_module
 from shift_left_dagster.project.errors import ProjectError
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import build_inventory
@@ -37,16 +38,16 @@ def write_table(pipelines: Path, folder: str, name: str, ddl: str, dml: str | No
         (scripts / f"dml.{name}.sql").write_text(dml)
 
 
-def recorded_paths(monkeypatch, function: str) -> list[str]:
-    """The paths the inventory module's `function(path, ...)` is called with from now on."""
+def recorded_paths(monkeypatch, function: str, module=inventory_module) -> list[str]:
+    """The paths `module`'s `function(path, ...)` is called with from now on."""
     paths: list[str] = []
-    real = getattr(inventory_module, function)
+    real = getattr(module, function)
 
     def recording(path, *args):
         paths.append(path)
         return real(path, *args)
 
-    monkeypatch.setattr(inventory_module, function, recording)
+    monkeypatch.setattr(module, function, recording)
     return paths
 
 
@@ -240,9 +241,9 @@ def same_size_edit(file: Path, old: str, new: str) -> None:
 def test_a_warm_load_hashes_only_files_whose_stat_changed_and_still_sees_a_same_tick_edit(sample, monkeypatch):
     """Content keys from (size, mtime, ctime, inode) once a file is older than the scan that stored them;
     a same-size edit with its mtime put back still changes the ctime, so it is seen."""
-    monkeypatch.setattr(inventory_module, "RACY_MARGIN_NS", 0)  # the files of this test are all fresh
+    monkeypatch.setattr(scan_module, "RACY_MARGIN_NS", 0)  # the files of this test are all fresh
     build_inventory(sample)  # stores every file's stat with its key
-    hashed = recorded_paths(monkeypatch, "_key")
+    hashed = recorded_paths(monkeypatch, "content_key", scan_module)
     built = build_inventory(sample)
     assert hashed == []
     dml = sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
