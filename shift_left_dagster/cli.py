@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -25,7 +25,9 @@ from shift_left_dagster.confluent.errors import ConfluentError
 from shift_left_dagster.deploy.errors import LeaseBusy
 from shift_left_dagster.local.cli import local_app
 from shift_left_dagster.project.errors import ConfigFileError, ProjectError
-from shift_left_dagster.project.report_cache import InventoryReport, keep_inventory_report, kept_inventory_report
+
+if TYPE_CHECKING:
+    from shift_left_dagster.project.report_cache import InventoryReport
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.add_typer(local_app, name="local")
@@ -62,6 +64,7 @@ def inventory(
     """Every table of the project: type, product, files, parents, children, state form; then the broken
     tables and those left out because they read one (`file:line: message`)."""
     from shift_left_dagster.project.report import broken_report, inventory_report
+    from shift_left_dagster.project.report_cache import InventoryReport, keep_inventory_report
 
     graph = _graph(pipelines_dir, strict=strict, warn=False)
     report = InventoryReport(inventory_report(graph), broken_report(graph))
@@ -92,6 +95,8 @@ def _inventory_from_cache(arguments: list[str]) -> bool:
     paths = [a for a in arguments[1:] if not a.startswith("-")]
     if not set(flags) <= {"--json", "--strict"} or len(paths) > 1 or "" in paths:
         return False
+    from shift_left_dagster.project.report_cache import kept_inventory_report
+
     try:
         kept = kept_inventory_report(paths[0] if paths else None)
     except (ProjectError, OSError):  # said by the command itself, as usual
