@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from functools import cached_property
 from multiprocessing import get_context
@@ -29,10 +29,12 @@ from shift_left_dagster.project.errors import ProjectError
 from shift_left_dagster.project.facts import DdlInfo, DmlInfo, StateForm
 from shift_left_dagster.project.problems import BrokenTable, ProjectProblem, TableSource, exclude_broken
 from shift_left_dagster.project.scan import (
+    LastScan,
     Scan,
     TableFiles,
     analyser_version,
     cache_folder,
+    discover,
     keep_scan,
     read_last_scan,
     scan,
@@ -136,15 +138,17 @@ def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inven
     cache = AnalysisCache(pipelines.parent) if use_cache else None
     version = cache.version if cache else analyser_version()
     last = read_last_scan(cache.path, version) if cache else None
-    now = scan(pipelines, version, last)
-    if cache is not None and last is not None and last.source == now.source:  # every file as last time
-        built = cache.last_inventory(now.source)
-        if built is not None:  # nothing assembled
-            if last.worth_restamping(now):
-                keep_scan(cache.path, now)  # next time, fewer files read
-            return built
-    failures = {path: ProjectProblem(file=path, message=message) for path, message in now.failures.items()}
-    analyses = _analyse_all(now.root, now.keys, failures, cache)
+    files = discover(pipelines)
+    with _cold_scan_workers(files, cache, last) as workers:  # they load the parser while the files are read
+        now = scan(pipelines, files, version, last)
+        if cache is not None and last is not None and last.source == now.source:  # every file as last time
+            built = cache.last_inventory(now.source)
+            if built is not None:  # nothing assembled
+                if last.worth_restamping(now):
+                    keep_scan(cache.path, now)  # next time, fewer files read
+                return built
+        failures = {path: ProjectProblem(file=path, message=message) for path, message in now.failures.items()}
+        analyses = _analyse_all(now.root, now.keys, failures, cache, workers)
     tables, broken = _assemble(now.files, analyses, failures, now.deleted)
     broken = exclude_broken({n: _source_of(t) for n, t in tables.items()}, broken)
     healthy = {n: t for n, t in sorted(tables.items()) if n not in {b.table for b in broken}}
@@ -274,7 +278,7 @@ PARALLEL_THRESHOLD = 64  # below this, starting processes costs more than it sav
 
 
 def _analyse_all(root: Path, keys: dict[str, str], failures: dict[str, ProjectProblem],
-                 cache: AnalysisCache | None) -> dict[str, FileAnalysis]:
+                 cache: AnalysisCache | None, workers: ProcessPoolExecutor | None) -> dict[str, FileAnalysis]:
     """Each readable file's analysis: from the cache, else parsed; a file that does not parse goes into
     `failures`."""
     paths = list(keys)
@@ -282,7 +286,7 @@ def _analyse_all(root: Path, keys: dict[str, str], failures: dict[str, ProjectPr
     results: dict[str, FileAnalysis] = {p: known[keys[p]] for p in paths if keys[p] in known}
     missing = [p for p in paths if p not in results]
     texts: dict[str, str] = {}  # by path: the analyses made now, as JSON
-    for relative, text, problem in _run_batches(root, missing) if missing else []:  # none missing: no parser
+    for relative, text, problem in _run_batches(root, missing, workers) if missing else []:  # none missing: no parser
         if problem is not None:
             failures[relative] = problem
         elif text is not None:  # no problem: analysed
@@ -293,13 +297,42 @@ def _analyse_all(root: Path, keys: dict[str, str], failures: dict[str, ProjectPr
     return results
 
 
-def _run_batches(root: Path, paths: list[str]) -> list[Analysed]:
-    workers = os.cpu_count() or 1
-    if len(paths) < PARALLEL_THRESHOLD or workers == 1:
+def _run_batches(root: Path, paths: list[str], workers: ProcessPoolExecutor | None) -> list[Analysed]:
+    """Every file's analysis: by `workers` when given (a cold scan's), else here for a few files, else by
+    workers started now."""
+    if workers is None and (len(paths) < PARALLEL_THRESHOLD or WORKERS == 1):
         return _analyse_batch(str(root), paths)
-    parts = batches(paths, workers)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+    with nullcontext(workers) if workers is not None else _workers() as pool:
+        parts = batches(paths, WORKERS)
         return [r for part in pool.map(_analyse_batch, [str(root)] * len(parts), parts) for r in part]
+
+
+WORKERS = os.cpu_count() or 1
+
+
+def _workers() -> ProcessPoolExecutor:
+    """A process a core, forked (this process's modules come along), each loading the parser first."""
+    return ProcessPoolExecutor(max_workers=WORKERS, mp_context=get_context("fork"), initializer=_load_parser)
+
+
+def _load_parser() -> None:
+    import shift_left_dagster.project.analysis  # noqa: F401 - sqlglot and the dialect: ~0.1 s a worker
+    import shift_left_dagster.project.plain_ddl  # noqa: F401
+
+
+@contextmanager
+def _cold_scan_workers(files: list[TableFiles], cache: AnalysisCache | None,
+                       last: LastScan | None) -> Iterator[ProcessPoolExecutor | None]:
+    """Workers for a scan that will parse every file (no last scan, no cached analysis, enough files),
+    started before this process reads the files: they load the parser meanwhile, on the other core. None
+    otherwise: a warm load starts no process."""
+    cold = last is None and not (cache.entries if cache is not None else {})
+    if not cold or 2 * len(files) < PARALLEL_THRESHOLD or WORKERS == 1:
+        yield None
+        return
+    with _workers() as workers:
+        workers.submit(int)  # the first task forks every worker (the fork context starts them all at once)
+        yield workers
 
 
 Item = TypeVar("Item")

@@ -16,6 +16,7 @@ from typing import Any
 from shift_left_dagster.project.scan import (
     analyser_version,
     cache_folder,
+    discover,
     keep_scan,
     read_last_scan,
     resolve_pipelines_dir,
@@ -72,7 +73,7 @@ def kept_inventory_report(pipelines_dir: str | Path | None) -> InventoryReport |
     if layout != REPORT_FORMAT or name != _name(last.source) or not isinstance(tables, dict) or \
             not isinstance(broken, list):
         return None
-    now = scan(pipelines, version, last)
+    now = scan(pipelines, discover(pipelines), version, last)
     if now.source != last.source:
         return None
     if last.worth_restamping(now):

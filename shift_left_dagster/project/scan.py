@@ -226,9 +226,9 @@ class Scan:
         return digest.hexdigest()
 
 
-def scan(pipelines: Path, version: str, last: LastScan | None) -> Scan:
-    """The folder now, reusing the content keys `last` can vouch for (same folder, racy-clean)."""
-    files = discover(pipelines)
+def scan(pipelines: Path, files: list[TableFiles], version: str, last: LastScan | None) -> Scan:
+    """The folder now (its table folders `files`: `discover`), reusing the content keys `last` can vouch for
+    (same folder, racy-clean)."""
     scanned_ns = time.time_ns()  # before any file is looked at
     trusted = last.trusted_stamps() if last is not None and last.pipelines == str(pipelines) else {}
     keys, failures, stamps = read_keys(pipelines.parent, files, trusted)
