@@ -86,9 +86,9 @@ def _inventory_text(report: InventoryReport, as_json: bool) -> str:
 
 
 def _inventory_from_cache(arguments: list[str]) -> bool:
-    """`inventory [PATH] [--json] [--strict]` of a project no file of which changed since its report was
-    kept: printed before the CLI framework loads (typer loads pydantic), nor the inventory's models. Any
-    other command line, or no report for the files as they are: False, and typer runs the command."""
+    """`inventory [PATH] [--json] [--strict]` of a project none of whose files changed since its report was
+    kept: printed before the CLI framework (whose command runner loads pydantic) or the inventory's models
+    load. Any other command line, or no report for the files as they are: False, and typer runs it."""
     if not arguments or arguments[0] != "inventory":
         return False
     flags = [a for a in arguments[1:] if a.startswith("-")]
