@@ -177,9 +177,10 @@ class InventoryFile(BaseModel):
 
 
 class AnalysisCache:
-    """Two JSON files under the project root: content hash -> FileAnalysis (`analysis.json`: a changed
+    """Two JSON files in the project's cache folder: content hash -> FileAnalysis (`analysis.json`: a changed
     file re-parses that file only), and the last inventory built (`inventory.json`: a load whose files
-    are all unchanged reads that one file, and assembles nothing)."""
+    are all unchanged reads that one file, and assembles nothing), beside the scan it was built from
+    (`last_scan.marshal`, project/scan.py), which says whether the files are unchanged without a model."""
 
     def __init__(self, root: Path):
         self.path = cache_folder(root)
