@@ -4,7 +4,8 @@
 Each round runs every command once, in turn (alternating), so a machine that slows down or speeds up weighs
 on all of them alike; the median and the worst of the rounds are printed with the target the median should
 meet, the median CPU seconds of the process and its workers (which a busy machine stretches least), and the
-load average before and after (a busy machine's figures say so).
+load average before and after (a busy machine's figures say so). First, `inventory --json` of each project
+must print the same bytes cold and warm (and as the baseline's code, if given): else the bench stops.
 
     python bench/bench_cli.py [--tables 3000] [--rounds 7] [--baseline PATH]
 
@@ -54,6 +55,29 @@ def timed(command: list[str], before: Callable[[Path | None], None], code: Path 
     return elapsed, cpu
 
 
+def printed(command: list[str], code: Path, cache: Path) -> str:
+    """What `command` prints with `code` and the analysis cache `cache` (kept as it is)."""
+    environment = {**os.environ, "PYTHONPATH": str(code), "SHIFT_LEFT_DAGSTER_CACHE": str(cache)}
+    done = subprocess.run(command, cwd=code, capture_output=True, text=True, env=environment)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} exited {done.returncode}: {done.stderr.strip()[-500:]}")
+    return done.stdout
+
+
+def check_outputs(command: list[str], out: Path, baseline: Path | None) -> str:
+    """The figures mean nothing if the answers differ: `command` (inventory --json) prints the same bytes
+    cold, warm (its kept report) and, with a baseline, as the baseline's code does."""
+    fresh = out / "check-cache"
+    shutil.rmtree(fresh, ignore_errors=True)
+    outputs = {"cold": printed(command, ROOT, fresh / "ours"), "warm": printed(command, ROOT, fresh / "ours")}
+    if baseline is not None:
+        outputs["baseline"] = printed(command, baseline, fresh / "baseline")
+    shutil.rmtree(fresh, ignore_errors=True)
+    if len(set(outputs.values())) != 1:
+        raise SystemExit(f"{' '.join(command[-3:])}: the outputs differ: {sorted(outputs)}")
+    return f"{' '.join(command[-3:])}: the same {len(outputs['cold'])} bytes {', '.join(outputs)}"
+
+
 def _children_cpu() -> float:
     """CPU seconds of the processes this one waited for (and theirs: a cold scan's workers): what a busy
     machine stretches least."""
@@ -93,6 +117,8 @@ def main() -> int:
         (f"inventory {args.tables} cold", [*CLI, "inventory", str(big)], drop_cache, 3.0),
         (f"inventory {args.tables} warm", [*CLI, "inventory", str(big)], nothing, 0.5),
     ]
+    for project in (sample, big):
+        print(check_outputs([*CLI, "inventory", "--json", str(project)], out, args.baseline))
     for _, command, before, _ in cases:  # warm-up: imports in the page cache, the caches written once
         timed(command, before)
         if args.baseline:

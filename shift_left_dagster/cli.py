@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from datetime import datetime
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, Optional
 
 import typer
 
@@ -25,6 +25,9 @@ from shift_left_dagster.confluent.errors import ConfluentError
 from shift_left_dagster.deploy.errors import LeaseBusy
 from shift_left_dagster.local.cli import local_app
 from shift_left_dagster.project.errors import ConfigFileError, ProjectError
+
+if TYPE_CHECKING:
+    from shift_left_dagster.project.report_cache import InventoryReport
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 app.add_typer(local_app, name="local")
@@ -61,20 +64,47 @@ def inventory(
     """Every table of the project: type, product, files, parents, children, state form; then the broken
     tables and those left out because they read one (`file:line: message`)."""
     from shift_left_dagster.project.report import broken_report, inventory_report
+    from shift_left_dagster.project.report_cache import InventoryReport, keep_inventory_report
 
     graph = _graph(pipelines_dir, strict=strict, warn=False)
-    report: dict[str, Any] = inventory_report(graph)
-    broken = broken_report(graph)
+    report = InventoryReport(inventory_report(graph), broken_report(graph))
+    keep_inventory_report(graph.inventory.root, graph.inventory.source, report)
+    typer.echo(_inventory_text(report, as_json))  # one write: 3000 echo calls cost a tenth of a second
+
+
+def _inventory_text(report: InventoryReport, as_json: bool) -> str:
     if as_json:
-        typer.echo(json.dumps({**report, "broken": broken} if broken else report, indent=1))
-        return
+        return json.dumps({**report.tables, "broken": report.broken} if report.broken else report.tables, indent=1)
     lines = [f"{name:40} {entry['type']:12} {entry['product'] or '-':12} {entry['state_form'] or '-':9} <- "
-             f"{', '.join(entry['parents'] + entry['external_sources']) or '-'}" for name, entry in report.items()]
-    typer.echo("\n".join([*lines, f"{len(report)} tables"]))  # one write: 3000 echo calls cost a tenth of a second
-    if broken:
-        typer.echo(f"broken: {len(broken)} tables left out")
-        for item in broken:
-            typer.echo(f"{item['table']:40} {item['reason']}")
+             f"{', '.join(entry['parents'] + entry['external_sources']) or '-'}"
+             for name, entry in report.tables.items()]
+    lines.append(f"{len(report.tables)} tables")
+    if report.broken:
+        lines.append(f"broken: {len(report.broken)} tables left out")
+        lines.extend(f"{item['table']:40} {item['reason']}" for item in report.broken)
+    return "\n".join(lines)
+
+
+def _inventory_from_cache(arguments: list[str]) -> bool:
+    """`inventory [PATH] [--json] [--strict]` of a project none of whose files changed since its report was
+    kept: printed before the CLI framework (whose command runner loads pydantic) or the inventory's models
+    load. Any other command line, or no report for the files as they are: False, and typer runs it."""
+    if not arguments or arguments[0] != "inventory":
+        return False
+    flags = [a for a in arguments[1:] if a.startswith("-")]
+    paths = [a for a in arguments[1:] if not a.startswith("-")]
+    if not set(flags) <= {"--json", "--strict"} or len(paths) > 1 or "" in paths:
+        return False
+    from shift_left_dagster.project.report_cache import kept_inventory_report
+
+    try:
+        kept = kept_inventory_report(paths[0] if paths else None)
+    except (ProjectError, OSError):  # said by the command itself, as usual
+        return False
+    if kept is None or ("--strict" in flags and kept.broken):
+        return False
+    sys.stdout.write(_inventory_text(kept, "--json" in flags) + "\n")
+    return True
 
 
 @app.command()
@@ -696,6 +726,8 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_version, 
 
 
 def main() -> None:
+    if _inventory_from_cache(sys.argv[1:]):
+        return
     try:
         app()
     except (ProjectError, ConfigFileError, ConfluentError, LeaseBusy) as error:

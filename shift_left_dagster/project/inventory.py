@@ -4,23 +4,21 @@ Parsing is the cost (about 1-3 ms a file with pure-Python sqlglot), so every
 file's analysis is cached by the hash of its content and of the analyser's own
 source: a cache entry can never be stale, and one changed file re-parses that
 file only. A cold scan parses on every core. The inventory last built is kept
-too, with the digest of every file it was built from: when none changed, a load
-reads that one file.
+too, named by the digest of everything it was built from (project/scan.py): when
+no file changed, a load reads that one file.
 """
 
 from __future__ import annotations
 
 import gc
 import hashlib
+import json
 import os
-import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from enum import StrEnum
 from functools import cached_property
-from importlib.metadata import version
 from multiprocessing import get_context
 from pathlib import Path
 from typing import TypeVar, cast
@@ -30,26 +28,21 @@ from pydantic import BaseModel, Field
 from shift_left_dagster.project.errors import ProjectError
 from shift_left_dagster.project.facts import DdlInfo, DmlInfo, StateForm
 from shift_left_dagster.project.problems import BrokenTable, ProjectProblem, TableSource, exclude_broken
-from shift_left_dagster.project.table_files import deleted_in_git, missing_file
-
-
-class TableType(StrEnum):
-    SOURCE = "source"
-    INTERMEDIATE = "intermediate"
-    FACT = "fact"
-    DIMENSION = "dimension"
-    VIEW = "view"
-    SEED = "seed"
-
-
-FOLDER_TYPES = {
-    "sources": TableType.SOURCE,
-    "intermediates": TableType.INTERMEDIATE,
-    "facts": TableType.FACT,
-    "dimensions": TableType.DIMENSION,
-    "views": TableType.VIEW,
-    "seeds": TableType.SEED,  # shift_left's word for a seeds/ folder's tables
-}
+from shift_left_dagster.project.scan import (
+    LastScan,
+    Scan,
+    TableFiles,
+    analyser_version,
+    cache_folder,
+    discover,
+    keep_scan,
+    read_last_scan,
+    scan,
+    write_atomically,
+)
+from shift_left_dagster.project.scan import TableType as TableType  # re-exported: the plan reads it from here
+from shift_left_dagster.project.scan import resolve_pipelines_dir as resolve_pipelines_dir  # re-exported
+from shift_left_dagster.project.table_files import missing_file
 
 
 class FileAnalysis(BaseModel):
@@ -109,17 +102,6 @@ class Inventory(BaseModel):
         return [ProjectProblem(file=file, line=line, message=message) for file, line, message in sorted(faults)]
 
 
-def resolve_pipelines_dir(path: str | Path | None = None) -> Path:
-    """An explicit path, else $PIPELINES (as in shift_left), else ./flink_project/pipelines."""
-    chosen = path or os.environ.get("PIPELINES") or "flink_project/pipelines"
-    pipelines = Path(chosen).resolve()
-    if pipelines.name != "pipelines" and (pipelines / "pipelines").is_dir():
-        pipelines = pipelines / "pipelines"
-    if not pipelines.is_dir():
-        raise ProjectError([f"{pipelines}: pipelines folder not found (set PIPELINES or pass it)"])
-    return pipelines
-
-
 @contextmanager
 def paused_gc() -> Iterator[None]:
     """Building ~10^5 small models makes CPython's cycle collector rescan them over and over (a third
@@ -153,111 +135,31 @@ def build_inventory(pipelines_dir: str | Path | None = None, use_cache: bool = T
 
 def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inventory:
     pipelines = resolve_pipelines_dir(pipelines_dir)
-    root = pipelines.parent
-    files = _discover(pipelines)
-    if not files:
-        raise ProjectError([_no_tables(pipelines)])
-    cache = AnalysisCache(root) if use_cache else None
-    last = cache.last_inventory() if cache else None
-    scanned_ns = time.time_ns()  # before any file is looked at: the racy-clean rule's reference
-    same_folder = last is not None and last.inventory.pipelines == pipelines  # a shared cache may hold another's
-    keys, failures, stamps = _read_keys(root, files, last.trusted_stamps() if last and same_folder else {})
-    deleted = deleted_in_git(pipelines) if any(f.ddl is None or f.dml is None for f in files) else set()
-    source = _source_digest(cache.version if cache else analyser_version(), pipelines, files, keys, failures, deleted)
-    if last is not None and last.source == source:  # every file as when it was last built: nothing assembled
-        if cache is not None and last.worth_restamping(stamps, scanned_ns):
-            cache.save_inventory(source, last.inventory, stamps, scanned_ns)  # next time, fewer files read
-        return last.inventory
-    analyses = _analyse_all(root, keys, failures, cache)
-    tables, broken = _assemble(files, analyses, failures, deleted)
+    cache = AnalysisCache(pipelines.parent) if use_cache else None
+    version = cache.version if cache else analyser_version()
+    last = read_last_scan(cache.path, version) if cache else None
+    files = discover(pipelines)
+    with _cold_scan_workers(files, cache, last) as workers:  # they load the parser while the files are read
+        now = scan(pipelines, files, version, last)
+        if cache is not None and last is not None and last.source == now.source:  # every file as last time
+            built = cache.last_inventory(now.source)
+            if built is not None:  # nothing assembled
+                if last.worth_restamping(now):
+                    keep_scan(cache.path, now)  # next time, fewer files read
+                return built
+        failures = {path: ProjectProblem(file=path, message=message) for path, message in now.failures.items()}
+        analyses = _analyse_all(now.root, now.keys, failures, cache, workers)
+    tables, broken = _assemble(now.files, analyses, failures, now.deleted)
     broken = exclude_broken({n: _source_of(t) for n, t in tables.items()}, broken)
     healthy = {n: t for n, t in sorted(tables.items()) if n not in {b.table for b in broken}}
-    inventory = Inventory(root=root, pipelines=pipelines, tables=_with_changelog_state(healthy), broken=broken,
-                          source=source)
+    inventory = Inventory(root=now.root, pipelines=pipelines, tables=_with_changelog_state(healthy), broken=broken,
+                          source=now.source)
     if cache is not None:
-        cache.save_inventory(source, inventory, stamps, scanned_ns)
+        cache.save_inventory(inventory, now)
     return inventory
 
 
-def _source_digest(version: str, pipelines: Path, files: list[TableFiles], keys: dict[str, str],
-                   failures: dict[str, ProjectProblem], deleted: set[str]) -> str:
-    """Everything an inventory is built from: the code that builds it (analyser_version), the folder, its
-    table folders and files by content, the files that cannot be read, those git says were deleted."""
-    digest = hashlib.blake2b(f"{version}\0{pipelines}".encode(), digest_size=16)
-    for entry in files:
-        digest.update(f"\0{entry.type}\0{entry.product}\0{entry.folder}\0{entry.ddl}\0{entry.dml}".encode())
-    digest.update(repr(sorted(keys.items())).encode())
-    digest.update(repr(sorted((p, str(f)) for p, f in failures.items())).encode())
-    digest.update(repr(sorted(deleted)).encode())
-    return digest.hexdigest()
-
-
-def _no_tables(pipelines: Path) -> str:
-    """Why a folder holds no table: a wrong path is the usual cause, so say what was expected there."""
-    kinds = [name for name in FOLDER_TYPES if (pipelines / name).is_dir()]
-    found = f"{', '.join(f'{k}/' for k in kinds)} hold(s) none" if kinds else "none of " + ", ".join(
-        f"{k}/" for k in list(FOLDER_TYPES)[:5]) + " is there"
-    return f"{pipelines}: no table folder (<type>/<product>/<table>/sql-scripts): {found}; is it the pipelines folder?"
-
-
-# -- discovery -------------------------------------------------------------------------------
-
-
-@dataclass
-class TableFiles:
-    """One table folder found on disk (plain strings: this runs for every folder, every load)."""
-
-    type: str
-    product: str
-    folder: str
-    ddl: str | None = None
-    dml: str | None = None
-
-
-def _discover(pipelines: Path) -> list[TableFiles]:
-    """Every `<type>/<product>/<table>/sql-scripts` folder with its ddl/dml files (an empty one too: its
-    table is broken, see table_files). Stops descending at a table folder (its tests/ and other folders
-    are never listed).
-    """
-    found: list[TableFiles] = []
-
-    def visit(folder: str, relative: str) -> None:  # relative: to the project root, with "/"
-        entries = sorted((e for e in os.scandir(folder) if e.is_dir()), key=lambda e: e.name)
-        scripts = next((e for e in entries if e.name == "sql-scripts"), None)
-        if scripts is None:
-            for entry in entries:
-                visit(entry.path, f"{relative}/{entry.name}")
-            return
-        parts = relative.split("/")[1:]  # below pipelines/
-        files = TableFiles(type=FOLDER_TYPES.get(parts[0], parts[0]),
-                           product=parts[1] if len(parts) >= 3 else "", folder=relative)
-        for name in sorted(os.listdir(scripts.path)):
-            if name.startswith("ddl.") and name.endswith(".sql") and files.ddl is None:
-                files.ddl = f"{relative}/sql-scripts/{name}"
-            elif name.startswith("dml.") and name.endswith(".sql") and files.dml is None:
-                files.dml = f"{relative}/sql-scripts/{name}"
-        found.append(files)
-
-    visit(str(pipelines), pipelines.name)
-    return found
-
-
 # -- analysis with cache and processes --------------------------------------------------------
-
-
-# beside this module: the code that produces an analysis, and an inventory from analyses
-ANALYSER = ("dialect.py", "parsing.py", "analysis.py", "plain_ddl.py", "facts.py", "inventory.py", "problems.py",
-            "table_files.py")
-
-
-def analyser_version() -> str:
-    """Changes whenever the code that produces what the cache holds changes: a cache of another version is
-    never read. From the sources and sqlglot's installed version, without importing the parser (a warm load
-    never parses)."""
-    digest = hashlib.blake2b(version("sqlglot").encode(), digest_size=12)
-    for module in ANALYSER:
-        digest.update(Path(__file__).with_name(module).read_bytes())
-    return digest.hexdigest()
 
 
 class CacheFile(BaseModel):
@@ -265,47 +167,23 @@ class CacheFile(BaseModel):
     entries: dict[str, FileAnalysis]
 
 
-Stamp = tuple[int, int, int, int, str]  # a file's size, mtime_ns, ctime_ns and inode, and its content key
-
-# git's racy-clean rule, with a margin for coarse file timestamps (FAT's are 2 s): a stat is trusted only if
-# the file's mtime and ctime are older than the scan that stored it by this much. An edit after that scan
-# sets the ctime to its own time (a user can put the mtime back, never the ctime), so the stat differs.
-RACY_MARGIN_NS = 2_000_000_000
-
-
 class InventoryFile(BaseModel):
-    """The last inventory built, with the digest of what it was built from (`_source_digest`) and the files'
-    stats then (`files`), so a warm load hashes only the files whose stat changed."""
+    """The last inventory built, with the digest of what it was built from (`Scan.source`); the stats of its
+    files are kept apart (scan.LastScan), so a load whose files changed never reads this file."""
 
     version: str
     source: str
     inventory: Inventory
-    scanned_ns: int = 0  # when the scan that took `files` began
-    files: dict[str, Stamp] = Field(default_factory=dict)
-
-    def trusted_stamps(self) -> dict[str, Stamp]:
-        """The stored stats old enough to stand for their file's content (the racy-clean rule)."""
-        return {path: stamp for path, stamp in self.files.items() if _settled(stamp, self.scanned_ns)}
-
-    def worth_restamping(self, stamps: dict[str, Stamp], scanned_ns: int) -> bool:
-        """A stat changed, or a file hashed now as too fresh then would be trusted from this scan on."""
-        return stamps != self.files or any(
-            _settled(stamp, scanned_ns) and not _settled(stamp, self.scanned_ns) for stamp in stamps.values())
-
-
-def _settled(stamp: Stamp, scanned_ns: int) -> bool:
-    before = scanned_ns - RACY_MARGIN_NS
-    return stamp[1] < before and stamp[2] < before
 
 
 class AnalysisCache:
-    """Two JSON files under the project root: content hash -> FileAnalysis (`analysis.json`: a changed
+    """Two JSON files in the project's cache folder: content hash -> FileAnalysis (`analysis.json`: a changed
     file re-parses that file only), and the last inventory built (`inventory.json`: a load whose files
-    are all unchanged reads that one file, and assembles nothing)."""
+    are all unchanged reads that one file, and assembles nothing), beside the scan it was built from
+    (`last_scan.marshal`, project/scan.py), which says whether the files are unchanged without a model."""
 
     def __init__(self, root: Path):
-        base = os.environ.get("SHIFT_LEFT_DAGSTER_CACHE")
-        self.path = Path(base) if base else root / ".shift_left_dagster" / "cache"
+        self.path = cache_folder(root)
         self.file = self.path / "analysis.json"
         self.inventory_file = self.path / "inventory.json"
         self.version = analyser_version()
@@ -319,37 +197,32 @@ class AnalysisCache:
             return {}
         return data.entries if data.version == self.version else {}
 
-    def last_inventory(self) -> InventoryFile | None:
-        """The inventory last built by this analyser version, with what it was built from."""
+    def last_inventory(self, source: str) -> Inventory | None:
+        """The inventory last built by this analyser version, if it was built from `source`."""
         try:
             data = InventoryFile.model_validate_json(self.inventory_file.read_bytes())
         except (OSError, ValueError):
             return None
-        return data if data.version == self.version else None
+        return data.inventory if (data.version, data.source) == (self.version, source) else None
 
-    def save(self, entries: dict[str, FileAnalysis]) -> None:
-        # defaults left out: a fifth of the bytes a warm load reads and parses
-        self._write(self.file, CacheFile(version=self.version, entries=entries).model_dump_json(exclude_defaults=True))
+    def save(self, entries: dict[str, str]) -> None:
+        """`entries`: each analysis as JSON already (`_as_json`), as the workers send them: the file is joined
+        from them, never serialised again (a CacheFile, read back by `entries`)."""
+        body = ",".join(f"{json.dumps(key)}:{text}" for key, text in entries.items())
+        self._write(self.file, f'{{"version":{json.dumps(self.version)},"entries":{{{body}}}}}')
 
-    def save_inventory(self, source: str, inventory: Inventory, files: dict[str, Stamp], scanned_ns: int) -> None:
-        """Kept when the folder is writable: a project whose analyses are all cached loads read-only, as before."""
+    def save_inventory(self, inventory: Inventory, built_from: Scan) -> None:
+        """Kept when the folder is writable: a project whose analyses are all cached loads read-only, as before.
+        Then the scan it was built from, which names it (an inventory without its scan is never read)."""
         try:
-            self._write(self.inventory_file, InventoryFile(version=self.version, source=source, inventory=inventory,
-                                                           scanned_ns=scanned_ns, files=files)
-                        .model_dump_json(exclude_defaults=True))
+            self._write(self.inventory_file, InventoryFile(version=self.version, source=built_from.source,
+                                                           inventory=inventory).model_dump_json(exclude_defaults=True))
         except OSError:
-            pass
+            return
+        keep_scan(self.path, built_from)
 
     def _write(self, file: Path, text: str) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
-        temporary = file.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(text)
-        os.replace(temporary, file)  # atomic: a concurrent reader sees old or new, never half
-
-
-def _key(relative_path: str, content: bytes) -> str:
-    kind = os.path.basename(relative_path).split(".", 1)[0]
-    return kind + ":" + hashlib.blake2b(content, digest_size=16).hexdigest()
+        write_atomically(file, text.encode())
 
 
 def analyse_file(relative_path: str, text: str) -> FileAnalysis:
@@ -373,18 +246,25 @@ def analyse_file(relative_path: str, text: str) -> FileAnalysis:
     return FileAnalysis(ddl=ddl, dml=dml, normalized_sql=to_flink_sql(statement.tree, comments=False, copy=False))
 
 
-Analysed = tuple[str, FileAnalysis | None, ProjectProblem | None]
+def _as_json(analysis: FileAnalysis) -> str:
+    # defaults left out: a fifth of the bytes a partly warm load reads and parses
+    return analysis.model_dump_json(exclude_defaults=True)
+
+
+Analysed = tuple[str, str | None, ProjectProblem | None]
 
 
 def _analyse_batch(root: str, batch: list[str]) -> list[Analysed]:
-    """Worker: (path, analysis, problem) for each file of the batch. No file can stop the others."""
+    """Worker: (path, analysis as JSON, problem) for each file of the batch. JSON: written by pydantic's core
+    in the worker, it costs the parent a tenth of what unpickling models did, and is what the cache stores.
+    No file can stop the others."""
     from shift_left_dagster.project.parsing import FlinkSqlError
 
     results: list[Analysed] = []
     for relative in batch:
         try:
             text = (Path(root) / relative).read_text()
-            results.append((relative, analyse_file(relative, text), None))
+            results.append((relative, _as_json(analyse_file(relative, text)), None))
         except FlinkSqlError as error:
             results.append((relative, None, ProjectProblem(file=relative, line=error.line, message=error.detail)))
         except (OSError, UnicodeDecodeError) as error:
@@ -398,57 +278,62 @@ def _analyse_batch(root: str, batch: list[str]) -> list[Analysed]:
 PARALLEL_THRESHOLD = 64  # below this, starting processes costs more than it saves
 
 
-def _read_keys(root: Path, files: list[TableFiles], trusted: dict[str, Stamp],
-               ) -> tuple[dict[str, str], dict[str, ProjectProblem], dict[str, Stamp]]:
-    """Each ddl/dml file's cache key (its content's hash), the files that cannot be read, and each file's
-    stamp. A file whose stat is as in `trusted` keeps its key unread (a stat costs a third of a read)."""
-    failures: dict[str, ProjectProblem] = {}
-    keys: dict[str, str] = {}
-    stamps: dict[str, Stamp] = {}
-    base = str(root)
-    for path in (p for entry in files for p in (entry.ddl, entry.dml) if p):
-        full = os.path.join(base, path)  # plain strings: this runs for every file, every load
-        try:
-            known = trusted.get(path)
-            if known is not None:
-                stat = os.stat(full)
-                if (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino) == known[:4]:
-                    keys[path], stamps[path] = known[4], known
-                    continue
-            with open(full, "rb", buffering=0) as file:  # unbuffered: the whole file at once
-                stat = os.fstat(file.fileno())  # before the read: a later edit changes the ctime
-                keys[path] = _key(path, file.read())
-            stamps[path] = (stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino, keys[path])
-        except OSError as error:  # e.g. a dangling symlink: this table only
-            failures[path] = ProjectProblem(file=path, message=f"cannot read the file: {error}")
-    return keys, failures, stamps
-
-
 def _analyse_all(root: Path, keys: dict[str, str], failures: dict[str, ProjectProblem],
-                 cache: AnalysisCache | None) -> dict[str, FileAnalysis]:
+                 cache: AnalysisCache | None, workers: ProcessPoolExecutor | None) -> dict[str, FileAnalysis]:
     """Each readable file's analysis: from the cache, else parsed; a file that does not parse goes into
     `failures`."""
     paths = list(keys)
     known = cache.entries if cache else {}
     results: dict[str, FileAnalysis] = {p: known[keys[p]] for p in paths if keys[p] in known}
     missing = [p for p in paths if p not in results]
-    for relative, data, problem in _run_batches(root, missing) if missing else []:  # none missing: no parser
+    texts: dict[str, str] = {}  # by path: the analyses made now, as JSON
+    for relative, text, problem in _run_batches(root, missing, workers) if missing else []:  # none missing: no parser
         if problem is not None:
             failures[relative] = problem
-        elif data is not None:  # no problem: analysed
-            results[relative] = data
+        elif text is not None:  # no problem: analysed
+            texts[relative] = text
+            results[relative] = FileAnalysis.model_validate_json(text)
     if cache is not None and missing:
-        cache.save({keys[p]: results[p] for p in paths if p in results})
+        cache.save({keys[p]: texts[p] if p in texts else _as_json(results[p]) for p in paths if p in results})
     return results
 
 
-def _run_batches(root: Path, paths: list[str]) -> list[Analysed]:
-    workers = os.cpu_count() or 1
-    if len(paths) < PARALLEL_THRESHOLD or workers == 1:
+def _run_batches(root: Path, paths: list[str], workers: ProcessPoolExecutor | None) -> list[Analysed]:
+    """Every file's analysis: by `workers` when given (a cold scan's), else here for a few files, else by
+    workers started now."""
+    if workers is None and (len(paths) < PARALLEL_THRESHOLD or WORKERS == 1):
         return _analyse_batch(str(root), paths)
-    parts = batches(paths, workers)
-    with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("fork")) as pool:
+    with nullcontext(workers) if workers is not None else _workers() as pool:
+        parts = batches(paths, WORKERS)
         return [r for part in pool.map(_analyse_batch, [str(root)] * len(parts), parts) for r in part]
+
+
+WORKERS = os.cpu_count() or 1
+
+
+def _workers() -> ProcessPoolExecutor:
+    """A process a core, forked (this process's modules come along), each loading the parser first."""
+    return ProcessPoolExecutor(max_workers=WORKERS, mp_context=get_context("fork"), initializer=_load_parser)
+
+
+def _load_parser() -> None:
+    import shift_left_dagster.project.analysis  # noqa: F401 - sqlglot and the dialect: ~0.1 s a worker
+    import shift_left_dagster.project.plain_ddl  # noqa: F401
+
+
+@contextmanager
+def _cold_scan_workers(files: list[TableFiles], cache: AnalysisCache | None,
+                       last: LastScan | None) -> Iterator[ProcessPoolExecutor | None]:
+    """Workers for a scan that will parse every file (no last scan, no cached analysis, enough files),
+    started before this process reads the files: they load the parser meanwhile, on the other core. None
+    otherwise: a warm load starts no process."""
+    cold = last is None and not (cache.entries if cache is not None else {})
+    if not cold or 2 * len(files) < PARALLEL_THRESHOLD or WORKERS == 1:
+        yield None
+        return
+    with _workers() as workers:
+        workers.submit(int)  # the first task forks every worker (the fork context starts them all at once)
+        yield workers
 
 
 Item = TypeVar("Item")

@@ -67,6 +67,7 @@ def parse_statements(text: str, source: str = "<sql>") -> list[Statement]:
         if chunk[0].text.upper() not in STATEMENT_STARTS:
             raise FlinkSqlError(source, line, f"unknown statement starting with {chunk[0].text!r}")
         parser = cast(FlinkParser, FLINK.parser())
+        parser.one_statement = True
         try:
             trees = parser.parse(chunk, text)
         except ParseError as error:

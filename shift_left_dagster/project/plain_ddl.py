@@ -48,23 +48,21 @@ class _Words:
         self.text = text
         self.items: list[tuple[str, str, int, int]] = []
         position = 0
-        while True:
-            match = _WORDS.match(text, position)
-            if match is None:
+        for match in _WORDS.finditer(text):  # each word where the last one ended; a gap stops the scan
+            if match.start() != position:
                 break
             kind = match.lastgroup or ""
-            self.items.append((kind, match.group(kind), match.start(kind), match.end()))
             position = match.end()
+            self.items.append((kind, match[kind], match.start(kind), position))
         if _TRAILER.match(text, position).end() != len(text):  # type: ignore[union-attr]
             raise _Unusual
+        # each word as `peek` and `take_if` compare it, once (they run ~40 times a file)
+        self.keys = [text.upper() if kind in ("word", "mark") else "" for kind, text, _, _ in self.items]
         self.index = 0
 
     def peek(self) -> str:
-        """The next word, upper-cased when it is a bare word or a mark ('' at the end)."""
-        if self.index >= len(self.items):
-            return ""
-        kind, text, _, _ = self.items[self.index]
-        return text.upper() if kind in ("word", "mark") else ""
+        """The next word, upper-cased when it is a bare word or a mark ('' at the end or for another kind)."""
+        return self.keys[self.index] if self.index < len(self.keys) else ""
 
     def take(self, *expected: str) -> None:
         for word in expected:
@@ -73,9 +71,7 @@ class _Words:
             self.index += 1
 
     def take_if(self, *expected: str) -> bool:
-        if self.index + len(expected) > len(self.items) or any(
-                self.items[self.index + i][0] not in ("word", "mark") or self.items[self.index + i][1].upper() != w
-                for i, w in enumerate(expected)):
+        if tuple(self.keys[self.index : self.index + len(expected)]) != expected:
             return False
         self.index += len(expected)
         return True

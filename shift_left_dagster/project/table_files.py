@@ -15,8 +15,7 @@ so a plan never recreates the table from what is left, nor undeploys it.
 
 from __future__ import annotations
 
-import subprocess
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from shift_left_dagster.project.problems import ProjectProblem
 
@@ -39,18 +38,3 @@ def missing_file(folder: str, table_type: str, ddl: str | None, dml: str | None,
         return ProjectProblem(file=f"{scripts}/dml.{name}.sql",
                               message=f"missing: the rows of {table_type} table {name} come from its DML; {FIX}")
     return None
-
-
-def deleted_in_git(pipelines: Path) -> set[str]:
-    """ddl/dml files (relative to the pipelines folder's parent) that git tracks and the working tree
-    lacks; none outside git."""
-    try:
-        listed = subprocess.run(["git", "-C", str(pipelines.parent), "ls-files", "--deleted", "-z", "--",
-                                 pipelines.name],
-                                capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired):
-        return set()
-    if listed.returncode != 0:
-        return set()  # not a git repository: the folder layout alone decides
-    return {p for p in listed.stdout.split("\0")
-            if p.endswith(".sql") and PurePosixPath(p).name.startswith(("ddl.", "dml."))}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -11,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from shift_left_dagster import cli as cli_module
 from shift_left_dagster.project import inventory as inventory_module
+from shift_left_dagster.project import report_cache
+from shift_left_dagster.project import scan as scan_module
 from shift_left_dagster.project.errors import ProjectError
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import build_inventory
@@ -37,16 +41,16 @@ def write_table(pipelines: Path, folder: str, name: str, ddl: str, dml: str | No
         (scripts / f"dml.{name}.sql").write_text(dml)
 
 
-def recorded_paths(monkeypatch, function: str) -> list[str]:
-    """The paths the inventory module's `function(path, ...)` is called with from now on."""
+def recorded_paths(monkeypatch, function: str, module=inventory_module) -> list[str]:
+    """The paths `module`'s `function(path, ...)` is called with from now on."""
     paths: list[str] = []
-    real = getattr(inventory_module, function)
+    real = getattr(module, function)
 
     def recording(path, *args):
         paths.append(path)
         return real(path, *args)
 
-    monkeypatch.setattr(inventory_module, function, recording)
+    monkeypatch.setattr(module, function, recording)
     return paths
 
 
@@ -240,9 +244,9 @@ def same_size_edit(file: Path, old: str, new: str) -> None:
 def test_a_warm_load_hashes_only_files_whose_stat_changed_and_still_sees_a_same_tick_edit(sample, monkeypatch):
     """Content keys from (size, mtime, ctime, inode) once a file is older than the scan that stored them;
     a same-size edit with its mtime put back still changes the ctime, so it is seen."""
-    monkeypatch.setattr(inventory_module, "RACY_MARGIN_NS", 0)  # the files of this test are all fresh
+    monkeypatch.setattr(scan_module, "RACY_MARGIN_NS", 0)  # the files of this test are all fresh
     build_inventory(sample)  # stores every file's stat with its key
-    hashed = recorded_paths(monkeypatch, "_key")
+    hashed = recorded_paths(monkeypatch, "content_key", scan_module)
     built = build_inventory(sample)
     assert hashed == []
     dml = sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
@@ -262,3 +266,128 @@ def test_a_file_edited_within_the_racy_margin_of_the_last_scan_is_hashed_anyway(
     changed = build_inventory(sample)
     assert changed != built
     assert changed == build_inventory(sample, use_cache=False)
+
+
+# -- the inventory command's kept report (project/report_cache.py) ------------------------------
+
+
+def from_kept_report(capsys, *arguments: str) -> str | None:
+    """What `inventory ...` prints from its kept report, in this process; None: it has to build the inventory."""
+    capsys.readouterr()
+    answered = cli_module._inventory_from_cache(["inventory", *arguments])
+    printed = capsys.readouterr().out
+    assert answered or printed == ""
+    return printed if answered else None
+
+
+@pytest.fixture
+def own_cache(monkeypatch):
+    monkeypatch.delenv("SHIFT_LEFT_DAGSTER_CACHE", raising=False)  # each project's cache beside it
+
+
+def test_an_unchanged_project_prints_the_kept_report_as_a_build_would(sample, tmp_path, capsys, own_cache):
+    """Text and --json, a broken table included: the same bytes as the command building the inventory in a
+    fresh cache; a file changed (its parents) is printed as changed."""
+    (sample / "facts/p1/fct_order/sql-scripts/dml.fct_order.sql").write_text("INSERT INTO fct_order SELECT (")
+    assert from_kept_report(capsys, str(sample)) is None  # nothing kept yet
+    for flags in ([], ["--json"]):
+        built = cli("inventory", str(sample), *flags)  # keeps the report
+        fresh = cli("inventory", str(sample), *flags, env={"SHIFT_LEFT_DAGSTER_CACHE": str(tmp_path / f"fresh{flags}")})
+        assert built.returncode == fresh.returncode == 0 and "fct_order" in built.stdout
+        assert from_kept_report(capsys, *flags, str(sample)) == built.stdout == fresh.stdout
+    assert "broken: 1 tables left out" in cli("inventory", str(sample)).stdout
+    dml = sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
+    dml.write_text(dml.read_text().replace("src_table_3", "src_table_1"))
+    assert from_kept_report(capsys, str(sample)) is None
+    changed = cli("inventory", str(sample), "--json")
+    assert json.loads(changed.stdout)["int_table_2"]["parents"] == ["src_table_1"]
+    assert from_kept_report(capsys, "--json", str(sample)) == changed.stdout
+
+
+def test_the_kept_report_of_a_synthetic_project_matches_the_generator_truth(tmp_path, capsys, own_cache):
+    subprocess.run([sys.executable, str(GENERATOR), "--tables", "120", "--out", str(tmp_path), "--seed", "5"],
+                   check=True, capture_output=True)
+    pipelines = tmp_path / "pipelines"
+    assert cli("inventory", str(pipelines)).returncode == 0
+    report = json.loads(from_kept_report(capsys, "--json", str(pipelines)) or "null")
+    truth = json.loads((tmp_path / "expected_graph.json").read_text())["tables"]
+    assert report.keys() == truth.keys()
+    for name, expected in truth.items():
+        assert [report[name][k] for k in ("parents", "children", "type", "product")] == [
+            expected[k] for k in ("parents", "children", "type", "product")], name
+
+
+def test_a_same_size_edit_within_the_racy_margin_of_the_kept_report_is_seen(sample, capsys, own_cache):
+    """git's racy-clean rule holds for the kept report too. The race it guards against: a file rewritten
+    in the same timestamp tick as the scan that read it keeps its whole stat (size, mtime, ctime, inode)
+    on a coarse file system; made here by putting the file's stat now, with its content key of before the
+    edit, into the kept scan. The stat is no older than that scan, so it proves nothing: hashed, shown."""
+    cli("inventory", str(sample))
+    assert from_kept_report(capsys, str(sample)) is not None
+    dml = sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
+    same_size_edit(dml, "src_table_3", "src_table_1")
+    kept = sample.parent / ".shift_left_dagster" / "cache" / "last_scan.marshal"
+    layout, version, pipelines, source, scanned_ns, stamps = marshal.loads(kept.read_bytes())
+    relative = "pipelines/intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"
+    now = dml.stat()
+    assert stamps[relative][:4] != (now.st_size, now.st_mtime_ns, now.st_ctime_ns, now.st_ino)  # ns timestamps
+    stamps[relative] = (now.st_size, now.st_mtime_ns, now.st_ctime_ns, now.st_ino, stamps[relative][4])
+    scanned_ns = max(scanned_ns, now.st_ctime_ns)  # the edit in the scan's tick
+    kept.write_bytes(marshal.dumps((layout, version, pipelines, source, scanned_ns, stamps)))
+    assert from_kept_report(capsys, str(sample)) is None
+    assert "int_table_2" in json.loads(cli("inventory", str(sample), "--json").stdout)["src_table_1"]["children"]
+
+
+def test_a_same_size_edit_is_seen_once_the_kept_stats_are_trusted(sample, capsys, own_cache, monkeypatch):
+    monkeypatch.setattr(scan_module, "RACY_MARGIN_NS", 0)  # every stat kept is trusted
+    cli("inventory", str(sample))
+    hashed = recorded_paths(monkeypatch, "content_key", scan_module)
+    assert from_kept_report(capsys, str(sample)) is not None and hashed == []
+    same_size_edit(sample / "intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql", "src_table_3",
+                   "src_table_1")
+    assert from_kept_report(capsys, str(sample)) is None
+    assert hashed == ["pipelines/intermediates/p1/int_table_2/sql-scripts/dml.int_table_2.sql"]
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "other layout", "other version"])
+def test_a_corrupt_or_foreign_kept_cache_is_ignored_and_rebuilt(sample, capsys, own_cache, damage):
+    expected = cli("inventory", str(sample)).stdout
+    cache = sample.parent / ".shift_left_dagster" / "cache"
+    for file in (cache / "last_scan.marshal", cache / report_cache.FILE_NAME):
+        content = file.read_bytes()
+        data = marshal.loads(content)
+        file.write_bytes({"garbage": b"\x00not marshal",
+                          "truncated": content[: len(content) // 2],
+                          "other layout": marshal.dumps((data[0] + 1, *data[1:])),
+                          "other version": marshal.dumps((data[0], "0" * 24, *data[2:]))}[damage])
+        if damage == "other version" and file.name != "last_scan.marshal":
+            continue  # the report is named by the scan's digest: a foreign one is the next case's
+        assert from_kept_report(capsys, str(sample)) is None
+        assert build_inventory(sample, strict=False) == build_inventory(sample, strict=False, use_cache=False)
+        assert cli("inventory", str(sample)).stdout == expected  # and kept again
+        assert from_kept_report(capsys, str(sample)) == expected
+
+
+def test_a_kept_report_is_refused_for_strict_with_broken_tables_and_for_any_other_command_line(sample, capsys,
+                                                                                                own_cache):
+    (sample / "facts/p1/fct_order/sql-scripts/dml.fct_order.sql").write_text("INSERT INTO fct_order SELECT (")
+    cli("inventory", str(sample))
+    assert from_kept_report(capsys, str(sample)) is not None
+    assert from_kept_report(capsys, "--strict", str(sample)) is None
+    strict = cli("inventory", "--strict", str(sample))
+    assert strict.returncode == 2 and "dml.fct_order.sql:1:" in strict.stderr
+    for other in (["--help"], ["-h"], [str(sample), str(sample)], ["--pipelines", str(sample)], [""]):
+        assert from_kept_report(capsys, *other) is None
+
+
+def test_a_warm_inventory_command_loads_no_model_library_nor_parser(sample, own_cache):
+    """The point of the kept report: no pydantic (which typer's command runner loads), no sqlglot."""
+    cli("inventory", str(sample))
+    probe = ("import sys\n"
+             "from shift_left_dagster import cli\n"
+             "answered = cli._inventory_from_cache(['inventory', sys.argv[1]])\n"
+             "print(answered, sorted(m for m in ('pydantic', 'sqlglot', 'typer._adapters') if m in sys.modules),"
+             " file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(sample)], capture_output=True, text=True,
+                          env={k: v for k, v in os.environ.items() if k != "SHIFT_LEFT_DAGSTER_CACHE"})
+    assert done.stderr.strip() == "True []"
