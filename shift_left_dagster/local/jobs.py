@@ -597,11 +597,11 @@ class Jobs:
         hidden = [f.name for f in fields if f.name in HIDDEN]
         if len({f.name.lower() for f in result.schema.fields}) == len(result.schema.fields):
             frame, positional = result, data  # each column named once: read by its name, no renaming step
-        else:  # a name twice (SELECT a.id, b.id): the columns renamed by position first
+        else:  # a name twice (SELECT id, id * 10 AS id): the query's columns renamed by position first
             positional = [f"__sl_c{i}" for i in range(len(data))]
-            frame = result.toDF(*(positional[: len(data)] + hidden)) if not hidden and not carry else result.select(
-                *[F.col(f"`{n}`").alias(p) for n, p in zip(data, positional, strict=True)],
-                *[F.col(f"`{h}`") for h in [*hidden, *carry]])
+            places = iter(positional)
+            frame = result.toDF(*[f.name if f.name in HIDDEN or f.name in carry else next(places)
+                                  for f in result.schema.fields])
         source = {t.lower(): p for t, p in zip(sink.target, positional, strict=True)}
         produced = {p: f.dataType for p, f in zip(positional, [f for f in fields if f.name not in HIDDEN], strict=True)}
         columns: list[Column] = []

@@ -73,7 +73,7 @@ def test_a_result_is_shaped_in_one_projection_unless_a_name_repeats(service: InP
     run(client, unique("seed"), "INSERT INTO shaped_in VALUES (1, 'a'), (2, 'b')")
     jobs = service.engine.jobs
     for sql, renamed in (("INSERT INTO shaped_out SELECT id, UPPER(name) AS name FROM shaped_in", False),
-                         ("INSERT INTO twice_out SELECT id, id FROM shaped_in", True)):
+                         ("INSERT INTO twice_out SELECT id, id * 10 AS id FROM shaped_in", True)):
         statement = parse_statements(sql, "shaped.sql")[0]
         job = jobs.compile(unique("shaped"), statement, {}, starting=True)
         state = jobs.start(job, None)
@@ -82,11 +82,11 @@ def test_a_result_is_shaped_in_one_projection_unless_a_name_repeats(service: InP
         records = jobs.first_run(job, statement, state).records[0]
         assert _projections(records) == _projections(query) + (2 if renamed else 1)
     run(client, unique("shape"), "INSERT INTO shaped_out SELECT id, UPPER(name) AS name FROM shaped_in", "RUNNING")
-    run(client, unique("twice"), "INSERT INTO twice_out SELECT id, id FROM shaped_in", "RUNNING")
+    run(client, unique("twice"), "INSERT INTO twice_out SELECT id, id * 10 AS id FROM shaped_in", "RUNNING")
     quiesce(service.url)
     rows = {name: sorted(tuple(r)[:2] for r in jobs.views.state(_table(service, name)).collect())
             for name in ("shaped_out", "twice_out")}
-    assert rows == {"shaped_out": [(1, "A"), (2, "B")], "twice_out": [(1, 1), (2, 2)]}
+    assert rows == {"shaped_out": [(1, "A"), (2, "B")], "twice_out": [(1, 10), (2, 20)]}
 
 
 def _table(service: InProcessService, name: str) -> TableDef:
