@@ -751,14 +751,15 @@ def _cast_from_string(node: exp.Cast) -> exp.Expr:
                               expression=exp.Literal.string("string")), true=value, false=node.copy())
 
 
-_ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.Neg)
+# What Spark never types STRING: arithmetic and SUM/AVG (a DOUBLE over strings), COUNT
+_NUMERIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.Neg, exp.Sum, exp.Avg, exp.Count)
 
 
 def _never_a_string(operand: exp.Expr) -> bool:
-    """An operand Spark never types STRING: arithmetic (Spark computes it on a string as a DOUBLE) or a
-    number literal; its CAST needs no parsing branch."""
+    """An operand Spark never types STRING (a number computed, or a number literal): its CAST needs no
+    parsing branch."""
     inner = operand.unnest()
-    return isinstance(inner, _ARITHMETIC) or (isinstance(inner, exp.Literal) and not inner.is_string)
+    return isinstance(inner, _NUMERIC) or (isinstance(inner, exp.Literal) and not inner.is_string)
 
 
 def _fast_decimal(operand: exp.Expr, precision: int, scale: int) -> exp.Expr:

@@ -144,7 +144,9 @@ def test_functions_whose_spark_form_differs(flink: str, spark_sql: str):
 @pytest.mark.parametrize(("sql", "parsed"), [
     ("SELECT CAST(v * 2 AS DECIMAL(12, 2)) FROM t", False),
     ("SELECT CAST((v + 1) AS INT), CAST(-v AS BIGINT), CAST(1.5 AS DECIMAL(5, 1)) FROM t", False),
+    ("SELECT k, CAST(SUM(v * 2) AS DECIMAL(18, 2)), CAST(COUNT(*) AS INT) FROM t GROUP BY k", False),
     ("SELECT CAST(v AS DECIMAL(12, 2)) FROM t", True),  # a column may be a STRING: Flink's parse of it
+    ("SELECT k, CAST(MAX(v) AS INT) FROM t GROUP BY k", True),  # so may its MAX
     ("SELECT CAST('7' AS INT) FROM t", True),
 ])
 def test_a_cast_parses_a_string_only_where_the_operand_can_be_one(sql: str, parsed: bool):
