@@ -603,18 +603,21 @@ class Jobs:
             raise JobError(
                 f"Column types of query result and sink for '{sink.table.name}' do not match. Cause: Different "
                 f"number of columns. Query schema: [{', '.join(data)}] Sink schema: [{', '.join(sink.target)}]")
-        positional = [f"__sl_c{i}" for i in range(len(data))]
         hidden = [f.name for f in fields if f.name in HIDDEN]
-        frame = result.toDF(*(positional[: len(data)] + hidden)) if not hidden and not carry else result.select(
-            *[F.col(f"`{n}`").alias(p) for n, p in zip(data, positional, strict=True)],
-            *[F.col(f"`{h}`") for h in [*hidden, *carry]])
+        if len({f.name.lower() for f in result.schema.fields}) == len(result.schema.fields):
+            frame, positional = result, data  # each column named once: read by its name, no renaming step
+        else:  # a name twice (SELECT id, id * 10 AS id): the query's columns renamed by position first
+            positional = [f"__sl_c{i}" for i in range(len(data))]
+            places = iter(positional)
+            frame = result.toDF(*[f.name if f.name in HIDDEN or f.name in carry else next(places)
+                                  for f in result.schema.fields])
         source = {t.lower(): p for t, p in zip(sink.target, positional, strict=True)}
         produced = {p: f.dataType for p, f in zip(positional, [f for f in fields if f.name not in HIDDEN], strict=True)}
         columns: list[Column] = []
         for column in sink.table.stored_columns:
             kind = spark_type_of(column.type)
             position = source.get(column.name.lower())
-            value = F.col(position) if position is not None else F.lit(None)
+            value = _named(position) if position is not None else F.lit(None)
             if position is None or produced[position] != kind:  # (a cast is a JVM round trip or four)
                 value = value.cast(kind)
             columns.append(value.alias(column.name))
@@ -623,7 +626,7 @@ class Jobs:
         written = F.current_timestamp() if now is None else now
         time = F.col(HIDDEN_ROWTIME) if incremental or HIDDEN_ROWTIME in hidden else written
         rowtime_column = sink.table.rowtime_column
-        rowtime = F.coalesce(F.col(source[rowtime_column.lower()]).cast("timestamp"), time) \
+        rowtime = F.coalesce(_named(source[rowtime_column.lower()]).cast("timestamp"), time) \
             if rowtime_column and rowtime_column.lower() in source else time
         op = F.col(HIDDEN_OP) if incremental else F.lit(INSERT)
         if incremental and sink.before == "drop":
@@ -709,6 +712,11 @@ class Jobs:
                             carry=[*groups.columns, IN_RESULT])
         row = F.struct(*[F.col(f"`{c.name}`") for c in sink.table.stored_columns], F.col(f"`{ROWTIME}`"))
         return shaped.select(*[F.col(f"`{c}`") for c in groups.columns], F.when(F.col(IN_RESULT), row).alias(NEW))
+
+
+def _named(name: str) -> Column:
+    """The column of that name, whatever characters it holds."""
+    return F.col(f"`{name.replace('`', '``')}`")
 
 
 def _plain(sink: Sink) -> bool:

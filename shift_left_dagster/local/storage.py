@@ -52,6 +52,7 @@ ROW_INDEX = "_tmp_metadata_row_index"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _KEY_CHECKS_KEPT = 1024  # one_row_per_key answers kept (a set of files each)
 _OP_CHECKS_KEPT = 100_000  # files whose footer said whether they hold `$op`
+_READS_KEPT = 256  # DataFrames over a set of files kept for the next read of the same files
 DRIVER_ROWS = 100_000  # at most this many records: a batch the driver writes, a run without code generation
 
 
@@ -66,6 +67,7 @@ class TableLogs:
         self.store = store
         self._unique_keys: dict[frozenset[str], bool] = {}  # files -> one_row_per_key's answer
         self._with_op: dict[str, bool] = {}  # file -> whether it has an `$op` column (a file never changes)
+        self._reads: dict[tuple[str, ...], DataFrame] = {}  # read's key (files, schema, filter) -> its DataFrame
         root.mkdir(parents=True, exist_ok=True)
 
     def remove_unregistered(self) -> int:
@@ -228,6 +230,13 @@ class TableLogs:
         stored = [f for f in _stored_schema(table).fields if f.name != OP or any(with_op)]
         schema = T.StructType([*stored, T.StructField(ROW_INDEX, T.LongType()),
                                T.StructField(PARTITION, T.IntegerType()), T.StructField(BASE, T.LongType())])
+        # Files never change: a read of the same files as the same columns is the DataFrame built before
+        # (Spark lists the files and analyses the projection once, ~25 ms, where each run and statement
+        # reading a table's log as it stands asked for them again).
+        key = (*selected.values(), schema.json(), "" if ranges is None or exact else repr(sorted(ranges.items())))
+        known = self._reads.get(key)
+        if known is not None:
+            return known
         files = self.spark.read.schema(schema).option("basePath", str(self.root / table.uid)).parquet(
             *[str(self.root.parent / f) for f in selected.values()])
         insert = F.lit(INSERT).cast("tinyint")
@@ -238,6 +247,9 @@ class TableLogs:
                              (F.col(f"`{BASE}`") + F.col(ROW_INDEX)).alias(OFFSET), op.alias(OP))
         if ranges is not None and not exact:
             frame = frame.where(in_ranges(ranges))
+        if len(self._reads) >= _READS_KEPT:
+            self._reads.clear()
+        self._reads[key] = frame
         return frame
 
     def _has_op(self, file: str) -> bool:
@@ -382,17 +394,18 @@ def inserts_only(records: DataFrame) -> bool:
     when it can not tell (a Spark Connect session). Read from the records' own optimized plan when it
     ends in a projection (Spark keeps it: a stateless run's log-order check optimized it already),
     else from the plan of their `$op` alone."""
-    try:
-        plan = records._jdf.queryExecution().optimizedPlan()
+    if OP not in records.columns:
+        return False
+    try:  # (a projection's list is its output, in order: `$op` found by its place, not name by name)
+        plan, place = records._jdf.queryExecution().optimizedPlan(), records.columns.index(OP)
         if plan.nodeName() != "Project":
-            plan = records.select(F.col(f"`{OP}`"))._jdf.queryExecution().optimizedPlan()
+            plan, place = records.select(F.col(f"`{OP}`"))._jdf.queryExecution().optimizedPlan(), 0
     except AttributeError:
         return False
     if plan.nodeName() != "Project":
         return False
-    columns = plan.projectList()
-    column = next((c for c in (columns.apply(i) for i in range(columns.size())) if c.name() == OP), None)
-    if column is None:
+    column = plan.projectList().apply(place)
+    if column.name() != OP:
         return False
     value = column.child() if column.nodeName() == "Alias" else column
     return bool(value.foldable()) and value.eval(None) == INSERT

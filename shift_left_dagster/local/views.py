@@ -42,12 +42,19 @@ class TemporalJoinError(ValueError):
 class TableViews:
     def __init__(self, logs: TableLogs) -> None:
         self.logs = logs
+        self._changes: dict[str, tuple[DataFrame, TableDef, DataFrame]] = {}  # uid -> records, table, changes
 
     def changes(self, table: TableDef, ranges: Ranges | None = None) -> DataFrame:
-        """Every record in the ranges, carrying its op, time and offset in the hidden columns."""
+        """Every record in the ranges, carrying its op, time and offset in the hidden columns (the
+        DataFrame given before when the log read the same records, files never changing, as the same table)."""
         records = self.logs.read(table, ranges)
+        known = self._changes.get(table.uid)
+        if known is not None and known[0] is records and known[1] == table:
+            return known[2]
         hidden = [F.col(f"`{system}`").alias(name) for name, system in HIDDEN.items()]
-        return records.select(*self._visible(table), *hidden)
+        frame = records.select(*self._visible(table), *hidden)
+        self._changes[table.uid] = (records, table.model_copy(deep=True), frame)
+        return frame
 
     def normalized(self, table: TableDef, history: Ranges | None, emit_from: dict[int, int] | None = None,
                    compared: list[str] | None = None) -> DataFrame:

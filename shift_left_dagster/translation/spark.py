@@ -731,6 +731,8 @@ def _cast_from_string(node: exp.Cast) -> exp.Expr:
     NULL for TRY_CAST; CAST leaves it to Spark's cast, which fails on it as Flink does. Spark's type
     of x picks the branch when it analyses the query (typeof folds away)."""
     operand, kind = node.this, node.to
+    if _never_a_string(operand):  # (the parse would be a branch Spark analyses and optimizes for nothing)
+        return node
     if kind.this in _INTEGERS:  # sign and integer digits, a 0 between: '-.5' is -0
         parsed = spark_template(f"CASE WHEN regexp_like({{s}}, '{_INTEGER}') THEN regexp_replace("
                                 f"regexp_extract({{s}}, '^ *([+-]?[0-9]*)', 1), '^([+-]?)', '$10') END", s=operand)
@@ -747,6 +749,17 @@ def _cast_from_string(node: exp.Cast) -> exp.Expr:
     value = lax if isinstance(node, exp.TryCast) else exp.Coalesce(this=lax, expressions=[node.copy()])
     return exp.If(this=exp.EQ(this=exp.Anonymous(this="typeof", expressions=[operand.copy()]),
                               expression=exp.Literal.string("string")), true=value, false=node.copy())
+
+
+# What Spark never types STRING: arithmetic and SUM/AVG (a DOUBLE over strings), COUNT
+_NUMERIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.Neg, exp.Sum, exp.Avg, exp.Count)
+
+
+def _never_a_string(operand: exp.Expr) -> bool:
+    """An operand Spark never types STRING (a number computed, or a number literal): its CAST needs no
+    parsing branch."""
+    inner = operand.unnest()
+    return isinstance(inner, _NUMERIC) or (isinstance(inner, exp.Literal) and not inner.is_string)
 
 
 def _fast_decimal(operand: exp.Expr, precision: int, scale: int) -> exp.Expr:

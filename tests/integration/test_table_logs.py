@@ -322,3 +322,39 @@ def test_highest_times_come_from_the_files_statistics(spark: SparkSession, tmp_p
     assert scheduler.numTotalJobs() == jobs
     partial = {p: (1, end - 1) for p, end in ends.items()}
     assert views.highest_times(table, "at", partial) == expected(partial, 1)
+
+
+def test_a_read_of_the_same_files_is_the_dataframe_built_before(spark: SparkSession, tmp_path: Path) -> None:
+    """A table's log read again as it stands (same files, same columns, same offsets) is the DataFrame read
+    before: no file listing and no analysis again. A new batch, other offsets or an altered table read anew,
+    and each read holds exactly its records (plain Python counts)."""
+    store = Store(tmp_path / "service.db")
+    logs = TableLogs(tmp_path / "tables", spark, store)
+    views = TableViews(logs)
+    columns = [ColumnDef(name="id", type="BIGINT"), ColumnDef(name="name", type="STRING")]
+    table = TableDef(uid="uid-again", id=TableId(catalog="c", database="d", name="again"), columns=columns,
+                     partitions=1)
+    store.create_table(table)
+
+    def append(ids: range) -> None:
+        records = spark.createDataFrame([(i, f"n{i}", START, INSERT) for i in ids],
+                                        "id BIGINT, name STRING, `$rowtime` TIMESTAMP, `$op` TINYINT")
+        batch = logs.write(table, records, "p", small_input=True, collect=True)
+        assert batch is not None
+        store.append_batches([batch])
+
+    append(range(5))
+    first = logs.read(table)
+    assert logs.read(table) is first and logs.read(table, {0: (0, 5)}) is first  # every file read whole
+    assert views.changes(table) is views.changes(table)
+    part = logs.read(table, {0: (1, 3)})
+    assert part is not first and part is logs.read(table, {0: (1, 3)})
+    assert sorted(r["id"] for r in part.collect()) == [1, 2]
+    append(range(5, 8))
+    assert logs.read(table, {0: (0, 5)}) is first
+    both = logs.read(table)
+    assert both is not first and sorted(r["id"] for r in both.collect()) == list(range(8))
+    altered = table.model_copy(update={"columns": [*columns, ColumnDef(name="note", type="STRING")]})
+    widened = views.changes(altered)
+    assert widened is not views.changes(table) and "note" in widened.columns
+    assert [r["note"] for r in widened.collect()] == [None] * 8

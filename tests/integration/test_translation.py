@@ -21,6 +21,9 @@ pytestmark = pytest.mark.service
     ("ARRAY['a', 'b']", ["a", "b"]),
     ("CURRENT_WATERMARK(TIMESTAMP '2026-01-01 00:00:00') IS NULL", "TRUE"),
     ("CAST(TIMESTAMP '2026-01-01 23:59:59' AS DATE)", "2026-01-01"),
+    ("CAST(7 * 1.25 AS DECIMAL(12, 2))", "8.75"),  # Flink: decimal arithmetic, then the cast
+    ("CAST(-(7 / 2) AS INT)", "-3"),
+    ("CAST(' 42 ' AS INT)", "42"),  # a string: parsed as Flink parses it (blanks around)
     ("TIMESTAMPDIFF(MINUTE, TIMESTAMP '2026-01-01 00:00:00', TIMESTAMP '2026-01-01 01:30:00')", "90"),
 ])
 def test_functions(local_service, expression: str, value):  # type: ignore[no-untyped-def]
