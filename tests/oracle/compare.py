@@ -87,7 +87,7 @@ def compare_all(flink: dict[str, FlinkOutcome], local: dict[str, LocalOutcome], 
                 kinds_only: set[str] | None = None) -> dict[str, Verdict]:
     """Each case's verdict; those in `kinds_only` are judged on the changelog kinds alone (Case.judge_rows)."""
     verdicts: dict[str, Verdict] = {}
-    forms: list[tuple[DataFrame, DataFrame, DataFrame]] = []
+    forms: list[tuple[str, tuple[DataFrame, DataFrame, DataFrame]]] = []
     for case, theirs in flink.items():
         ours = local[case]
         verdict = Verdict(case=case, agree=True, flink_kinds=list(theirs.changelog_mode),
@@ -106,13 +106,17 @@ def compare_all(flink: dict[str, FlinkOutcome], local: dict[str, LocalOutcome], 
         theirs_form, ours_form = _forms(case, flink_frame(spark, theirs), ours.rows, theirs.columns)
         kinds = ours.records.select(F.lit(case).alias("case"), F.lit("kind").alias("side"),
                                     F.col(f"`{OP}`").cast("string").alias("row"))
-        forms.append((theirs_form, ours_form, kinds))
+        forms.append((case, (theirs_form, ours_form, kinds)))
     collected: dict[tuple[str, str], Counter[str]] = {}
-    parts = [[f[side] for f in forms[at:at + CHUNK]] for side in range(3) for at in range(0, len(forms), CHUNK)]
+    parts = [[(case, f[side]) for case, f in forms[at:at + CHUNK]] for side in range(3)
+             for at in range(0, len(forms), CHUNK)]
     with ThreadPoolExecutor(max_workers=3) as pool:  # three Spark jobs at once: planning overlaps
-        for rows in pool.map(_union, parts):
+        for rows, failed in pool.map(_collect, parts):
             for row in rows:
                 collected.setdefault((row["case"], row["side"]), Counter())[row["row"]] += 1
+            for case, error in failed.items():
+                verdicts[case].agree = False
+                verdicts[case].reasons.append(f"the comparison failed in Spark: {error}")
     for case, verdict in verdicts.items():
         if verdict.reasons:
             continue
@@ -122,11 +126,34 @@ def compare_all(flink: dict[str, FlinkOutcome], local: dict[str, LocalOutcome], 
     return verdicts
 
 
-def _union(frames: list[DataFrame]) -> list[T.Row]:
+def _collect(frames: list[tuple[str, DataFrame]]) -> tuple[list[T.Row], dict[str, str]]:
+    """The rows of a chunk's frames in one Spark job; if that job fails, each case's alone, so a case whose
+    comparison fails (named with Spark's first line) never stops the others'."""
+    try:
+        return _union([frame for _, frame in frames]).collect(), {}
+    except Exception:  # noqa: BLE001 (any Spark failure: each case is collected on its own below)
+        rows: list[T.Row] = []
+        failed: dict[str, str] = {}
+        for case, frame in frames:
+            try:
+                rows += frame.collect()
+            except Exception as error:  # noqa: BLE001
+                failed[case] = _first_cause(error)
+        return rows, failed
+
+
+def _first_cause(error: Exception) -> str:
+    """Spark's reason in one line (a Py4J error's first line only names the JVM call)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    causes = [line for line in lines if "Exception:" in line and not line.startswith("at ")]
+    return (causes[-1] if causes else lines[0] if lines else type(error).__name__)[:300]
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
     union = frames[0]
     for frame in frames[1:]:
         union = union.unionByName(frame)
-    return union.collect()
+    return union
 
 
 def _forms(case: str, theirs: DataFrame, ours: DataFrame,
