@@ -479,22 +479,27 @@ _ARRIVAL, _ARRIVAL_LAST, _ARRIVAL_SORTED = "arrival", "arrival_last_by", "arriva
 
 def _order_by_arrival(tree: exp.Expr, ctes: dict[str, exp.Expr]) -> None:
     """Where Flink's result follows arrival order, order by it too: a ROW_NUMBER's ties (Flink's Top-N
-    keeps the row that came first; keep-last deduplication the one that came last) and ARRAY_AGG's
-    elements (appended as they come; an updated row's element retracted and appended again). Only
+    keeps the row that came first; keep-last deduplication the one that came last), the rows of an OVER
+    with a ROWS frame that tie on its ORDER BY (Flink's operator takes a timestamp's rows as they came; a
+    RANGE frame makes them peers) and ARRAY_AGG's elements (appended as they come; an updated row's
+    element retracted and appended again). Only
     over one base table read directly (its view then carries ARRIVAL); elsewhere the order stays Spark's."""
+    ordered: set[int] = set()  # the definitions ordered by arrival already (a named WINDOW serves several)
     for window in list(tree.find_all(exp.Window)):
         select = window.find_ancestor(exp.Select)
         table = _single_base_table(select, ctes)
-        if not isinstance(window.this, exp.RowNumber) or table is None or select is None:
-            continue
+        if isinstance(window.this, exp.Identifier) or table is None or select is None:
+            continue  # a named WINDOW's definition: ordered through the OVERs that use it
         definition = _window_definition(window, select)
         order = definition.args.get("order")
-        if order is None:
+        if order is None or id(definition) in ordered or not (
+                isinstance(window.this, exp.RowNumber) or _rows_frame(definition)):
             continue
+        ordered.add(id(definition))
         table.meta[_ARRIVAL] = True
         first = order.expressions[0]
-        if len(order.expressions) == 1 and first.args.get("desc") and isinstance(first.this, exp.Column) \
-                and _kept_at_one(window, select):
+        if isinstance(window.this, exp.RowNumber) and len(order.expressions) == 1 and first.args.get("desc") \
+                and isinstance(first.this, exp.Column) and _kept_at_one(window, select):
             table.meta[_ARRIVAL_LAST] = first.this.name
         order.append("expressions", exp.Ordered(this=exp.column(ARRIVAL, table=table.alias_or_name, quoted=True)))
     for aggregate in list(tree.find_all(exp.ArrayAgg)):
@@ -502,6 +507,12 @@ def _order_by_arrival(tree: exp.Expr, ctes: dict[str, exp.Expr]) -> None:
         if table is not None and not isinstance(aggregate.parent, exp.Window):
             table.meta[_ARRIVAL] = True
             aggregate.meta[_ARRIVAL_SORTED] = exp.column(ARRIVAL, table=table.alias_or_name, quoted=True)
+
+
+def _rows_frame(definition: exp.Window) -> bool:
+    """Whether an OVER's frame counts rows (ROWS BETWEEN ...), not peers of equal order (RANGE, the default)."""
+    spec = definition.args.get("spec")
+    return spec is not None and str(spec.args.get("kind") or "").upper() == "ROWS"
 
 
 def _single_base_table(select: exp.Select | None, ctes: dict[str, exp.Expr]) -> exp.Table | None:
