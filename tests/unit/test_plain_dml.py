@@ -8,6 +8,7 @@ the file. The inventory report built this way is the same bytes as the one built
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -174,14 +175,15 @@ def report(inventory) -> str:
     return json.dumps([inventory_report(graph), broken_report(graph)])
 
 
-def test_the_inventory_without_sql_reports_what_the_full_one_reports_and_keeps_nothing_else(tmp_path):
+def test_the_inventory_without_sql_reports_what_the_full_one_reports_and_keeps_nothing_else(tmp_path, monkeypatch):
     """`build_inventory(sql=False)` (the inventory command's): the report's same bytes on the sample (a broken
     file included) and a synthetic project; tables without code versions; no analysis nor inventory kept (they
     would lack the SQL) but the scan, and a full build after it has every code version."""
+    monkeypatch.delenv("SHIFT_LEFT_DAGSTER_CACHE", raising=False)  # each project's cache beside it, new
     subprocess.run([sys.executable, str(GENERATOR), "--tables", "200", "--out", str(tmp_path / "synth")],
                    check=True, capture_output=True)
     project = tmp_path / "sample"
-    subprocess.run(["cp", "-r", str(SAMPLE.parent), str(project)], check=True)
+    shutil.copytree(SAMPLE.parent, project, ignore=shutil.ignore_patterns(".shift_left_dagster"))
     (project / "pipelines/views/p2/v_p/sql-scripts/dml.v_p.sql").write_text("INSERT INTO v_p SELECT a FROM")
     for pipelines in (tmp_path / "synth" / "pipelines", project / "pipelines"):
         light = build_inventory(pipelines, strict=False, sql=False)
