@@ -7,9 +7,10 @@ ROW_NUMBER or aggregate OVER windows. A file of exactly that shape is recognised
 gives the analysis the parser's path gives (analysis.analyze_dml: the tables written and read, CTE names
 excluded, the state reasons and join counts; only the reasons' order may differ) but no normalised SQL: the
 inventory report prints neither (tests/unit/test_plain_dml.py compares both paths on every DML of the sample,
-of a synthetic project, on tricky cases and on statements damaged a word at a time). Anything else (a comment block or hint, a subquery in
-an expression, UNNEST, a table function, a keyword used as a name, a function the parser knows but this
-reader does not, ...) returns None: the parser reads the file, and says what is wrong with a broken one.
+of a synthetic project, on tricky cases and on statements damaged a word at a time). Anything else (a comment
+block or hint, a subquery in an expression, UNNEST, a table function, a keyword used as a name, a function the
+parser knows but this reader does not, ...) returns None: the parser reads the file, and says what is wrong
+with a broken one.
 """
 
 from __future__ import annotations
