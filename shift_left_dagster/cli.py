@@ -39,14 +39,15 @@ PipelinesOption = Annotated[
 ]
 
 
-def _graph(pipelines: Path | None, strict: bool = False, warn: bool = True):
+def _graph(pipelines: Path | None, strict: bool = False, warn: bool = True, sql: bool = True):
     """The project graph. A broken file leaves out its table and what reads it (said on stderr), so it never
-    stops commands about other tables; `strict` makes any broken file an error instead."""
+    stops commands about other tables; `strict` makes any broken file an error instead. `sql=False`: without
+    the normalised SQL and code versions where they cost the parser (build_inventory)."""
     from shift_left_dagster.project.graph import ProjectGraph
     from shift_left_dagster.project.inventory import build_inventory, paused_gc
 
     with paused_gc():  # the graph lives as long as the command: no young collection rescans it
-        graph = ProjectGraph(build_inventory(pipelines, strict=strict))
+        graph = ProjectGraph(build_inventory(pipelines, strict=strict, sql=sql))
     for problem in graph.inventory.problems if warn else []:
         left_out = [b.table for b in graph.inventory.broken if (b.file, b.line, b.message) == (
             problem.file, problem.line, problem.message)]
@@ -66,7 +67,7 @@ def inventory(
     from shift_left_dagster.project.report import broken_report, inventory_report
     from shift_left_dagster.project.report_cache import InventoryReport, keep_inventory_report
 
-    graph = _graph(pipelines_dir, strict=strict, warn=False)
+    graph = _graph(pipelines_dir, strict=strict, warn=False, sql=False)  # the report prints no SQL
     report = InventoryReport(inventory_report(graph), broken_report(graph))
     keep_inventory_report(graph.inventory.root, graph.inventory.source, report)
     typer.echo(_inventory_text(report, as_json))  # one write: 3000 echo calls cost a tenth of a second

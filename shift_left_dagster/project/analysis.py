@@ -190,17 +190,7 @@ def _join_counts(nodes: list[exp.Expr]) -> JoinCounts:
     for join in (node for node in nodes if isinstance(node, exp.Join)):
         if isinstance(join.this, (exp.Unnest, exp.Lateral)):
             continue
-        side, kind = (join.side or "").upper(), (join.kind or "").upper()
-        if side == "LEFT":
-            counts.left += 1
-        elif side == "RIGHT":
-            counts.right += 1
-        elif side == "FULL" or kind == "OUTER":
-            counts.outer += 1
-        elif kind == "INNER":
-            counts.inner += 1
-        else:
-            counts.regular += 1
+        counts.count((join.side or "").upper(), (join.kind or "").upper())
     return counts
 
 

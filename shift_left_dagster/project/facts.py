@@ -45,6 +45,19 @@ class JoinCounts(BaseModel):
     inner: int = 0
     outer: int = 0
 
+    def count(self, side: str, kind: str) -> None:
+        """One more join of this side (LEFT, RIGHT, FULL or "") and kind (OUTER, INNER, CROSS or ""), upper-case."""
+        if side == "LEFT":
+            self.left += 1
+        elif side == "RIGHT":
+            self.right += 1
+        elif side == "FULL" or kind == "OUTER":
+            self.outer += 1
+        elif kind == "INNER":
+            self.inner += 1
+        else:
+            self.regular += 1
+
 
 class DmlInfo(BaseModel):
     """An INSERT (or a statement set): where it writes, what it reads, whether it keeps state."""

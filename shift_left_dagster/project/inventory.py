@@ -50,7 +50,9 @@ class FileAnalysis(BaseModel):
 
     ddl: DdlInfo | None = None
     dml: DmlInfo | None = None
-    normalized_sql: str  # comments and layout removed: the base of code versions and diffs
+    # comments and layout removed: the base of code versions and diffs; None in an analysis made for the
+    # inventory report only (`analyse_file(sql=False)`), which is never kept
+    normalized_sql: str | None = None
 
 
 class FlinkTable(BaseModel):
@@ -66,7 +68,7 @@ class FlinkTable(BaseModel):
     dml: DmlInfo | None = None
     ddl_sql: str | None = None  # normalised text: what is deployed, and what code_version hashes
     dml_sql: str | None = None
-    code_version: str
+    code_version: str | None  # None in an inventory built for its report only (`build_inventory(sql=False)`)
 
     @property
     def state_form(self) -> StateForm | None:
@@ -123,17 +125,21 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def build_inventory(pipelines_dir: str | Path | None = None, use_cache: bool = True, strict: bool = True) -> Inventory:
+def build_inventory(pipelines_dir: str | Path | None = None, use_cache: bool = True, strict: bool = True,
+                    sql: bool = True) -> Inventory:
     """The project's tables. `strict` (CI): any broken file raises ProjectError naming every fault;
-    else broken tables and their dependants are left out, listed in `Inventory.broken`."""
+    else broken tables and their dependants are left out, listed in `Inventory.broken`. `sql=False`: what the
+    inventory report prints, without the normalised SQL where it would cost the parser (a DML of the usual
+    shape is read by project/plain_dml.py): tables without a code version, and nothing of the build kept but
+    its scan (the report keeps itself by it)."""
     with paused_gc():
-        inventory = _build_inventory(pipelines_dir, use_cache)
+        inventory = _build_inventory(pipelines_dir, use_cache, sql)
     if strict and inventory.broken:
         raise ProjectError([str(problem) for problem in inventory.problems])
     return inventory
 
 
-def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inventory:
+def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool, sql: bool) -> Inventory:
     pipelines = resolve_pipelines_dir(pipelines_dir)
     cache = AnalysisCache(pipelines.parent) if use_cache else None
     version = cache.version if cache else analyser_version()
@@ -148,14 +154,16 @@ def _build_inventory(pipelines_dir: str | Path | None, use_cache: bool) -> Inven
                     keep_scan(cache.path, now)  # next time, fewer files read
                 return built
         failures = {path: ProjectProblem(file=path, message=message) for path, message in now.failures.items()}
-        analyses = _analyse_all(now.root, now.keys, failures, cache, workers)
+        analyses = _analyse_all(now.root, now.keys, failures, cache, workers, sql)
     tables, broken = _assemble(now.files, analyses, failures, now.deleted)
     broken = exclude_broken({n: _source_of(t) for n, t in tables.items()}, broken)
     healthy = {n: t for n, t in sorted(tables.items()) if n not in {b.table for b in broken}}
     inventory = Inventory(root=now.root, pipelines=pipelines, tables=_with_changelog_state(healthy), broken=broken,
                           source=now.source)
-    if cache is not None:
+    if cache is not None and sql:
         cache.save_inventory(inventory, now)
+    elif cache is not None:
+        keep_scan(cache.path, now)  # what the report kept by `report_cache` is named after
     return inventory
 
 
@@ -225,17 +233,22 @@ class AnalysisCache:
         write_atomically(file, text.encode())
 
 
-def analyse_file(relative_path: str, text: str) -> FileAnalysis:
+def analyse_file(relative_path: str, text: str, sql: bool = True) -> FileAnalysis:
     """Parse one ddl/dml file; FlinkSqlError names the file and line. The parser (sqlglot) is imported
-    here, on the first file the cache lacks: a warm load never pays for it."""
+    here, on the first file the cache lacks: a warm load never pays for it. `sql=False`: no normalised SQL
+    where it costs the parser (for the inventory report), so a DML of the usual shape is not parsed."""
     from shift_left_dagster.project.analysis import analyze_ddl, analyze_dml
     from shift_left_dagster.project.parsing import FlinkSqlError, parse_one_statement, to_flink_sql
     from shift_left_dagster.project.plain_ddl import read_plain_ddl
+    from shift_left_dagster.project.plain_dml import read_plain_dml
 
     kind = os.path.basename(relative_path).split(".", 1)[0]
     plain = read_plain_ddl(text) if kind == "ddl" else None  # the usual shape, without the parser
     if plain is not None:
         return FileAnalysis(ddl=plain[0], normalized_sql=plain[1])
+    light = read_plain_dml(text) if kind != "ddl" and not sql else None
+    if light is not None:
+        return FileAnalysis(dml=light)
     statement = parse_one_statement(text, relative_path)
     try:
         ddl = analyze_ddl(statement) if kind == "ddl" else None
@@ -243,7 +256,8 @@ def analyse_file(relative_path: str, text: str) -> FileAnalysis:
     except ValueError as error:
         raise FlinkSqlError(relative_path, statement.line, str(error)) from None
     # last, without a copy (the tree is read no more; the copy cost as much as the writing)
-    return FileAnalysis(ddl=ddl, dml=dml, normalized_sql=to_flink_sql(statement.tree, comments=False, copy=False))
+    return FileAnalysis(ddl=ddl, dml=dml,
+                        normalized_sql=to_flink_sql(statement.tree, comments=False, copy=False) if sql else None)
 
 
 def _as_json(analysis: FileAnalysis) -> str:
@@ -254,7 +268,7 @@ def _as_json(analysis: FileAnalysis) -> str:
 Analysed = tuple[str, str | None, ProjectProblem | None]
 
 
-def _analyse_batch(root: str, batch: list[str]) -> list[Analysed]:
+def _analyse_batch(root: str, batch: list[str], sql: bool = True) -> list[Analysed]:
     """Worker: (path, analysis as JSON, problem) for each file of the batch. JSON: written by pydantic's core
     in the worker, it costs the parent a tenth of what unpickling models did, and is what the cache stores.
     No file can stop the others."""
@@ -264,7 +278,7 @@ def _analyse_batch(root: str, batch: list[str]) -> list[Analysed]:
     for relative in batch:
         try:
             text = (Path(root) / relative).read_text()
-            results.append((relative, _as_json(analyse_file(relative, text)), None))
+            results.append((relative, _as_json(analyse_file(relative, text, sql)), None))
         except FlinkSqlError as error:
             results.append((relative, None, ProjectProblem(file=relative, line=error.line, message=error.detail)))
         except (OSError, UnicodeDecodeError) as error:
@@ -279,33 +293,36 @@ PARALLEL_THRESHOLD = 64  # below this, starting processes costs more than it sav
 
 
 def _analyse_all(root: Path, keys: dict[str, str], failures: dict[str, ProjectProblem],
-                 cache: AnalysisCache | None, workers: ProcessPoolExecutor | None) -> dict[str, FileAnalysis]:
+                 cache: AnalysisCache | None, workers: ProcessPoolExecutor | None,
+                 sql: bool = True) -> dict[str, FileAnalysis]:
     """Each readable file's analysis: from the cache, else parsed; a file that does not parse goes into
-    `failures`."""
+    `failures`. Analyses without their normalised SQL (`sql=False`) are not kept."""
     paths = list(keys)
     known = cache.entries if cache else {}
     results: dict[str, FileAnalysis] = {p: known[keys[p]] for p in paths if keys[p] in known}
     missing = [p for p in paths if p not in results]
     texts: dict[str, str] = {}  # by path: the analyses made now, as JSON
-    for relative, text, problem in _run_batches(root, missing, workers) if missing else []:  # none missing: no parser
+    made = _run_batches(root, missing, workers, sql) if missing else []  # none missing: no parser
+    for relative, text, problem in made:
         if problem is not None:
             failures[relative] = problem
         elif text is not None:  # no problem: analysed
             texts[relative] = text
             results[relative] = FileAnalysis.model_validate_json(text)
-    if cache is not None and missing:
+    if cache is not None and missing and sql:
         cache.save({keys[p]: texts[p] if p in texts else _as_json(results[p]) for p in paths if p in results})
     return results
 
 
-def _run_batches(root: Path, paths: list[str], workers: ProcessPoolExecutor | None) -> list[Analysed]:
+def _run_batches(root: Path, paths: list[str], workers: ProcessPoolExecutor | None, sql: bool) -> list[Analysed]:
     """Every file's analysis: by `workers` when given (a cold scan's), else here for a few files, else by
     workers started now."""
     if workers is None and (len(paths) < PARALLEL_THRESHOLD or WORKERS == 1):
-        return _analyse_batch(str(root), paths)
+        return _analyse_batch(str(root), paths, sql)
     with nullcontext(workers) if workers is not None else _workers() as pool:
         parts = batches(paths, WORKERS)
-        return [r for part in pool.map(_analyse_batch, [str(root)] * len(parts), parts) for r in part]
+        return [r for part in pool.map(_analyse_batch, [str(root)] * len(parts), parts, [sql] * len(parts))
+                for r in part]
 
 
 WORKERS = os.cpu_count() or 1
@@ -319,6 +336,7 @@ def _workers() -> ProcessPoolExecutor:
 def _load_parser() -> None:
     import shift_left_dagster.project.analysis  # noqa: F401 - sqlglot and the dialect: ~0.1 s a worker
     import shift_left_dagster.project.plain_ddl  # noqa: F401
+    import shift_left_dagster.project.plain_dml  # noqa: F401
 
 
 @contextmanager
@@ -421,9 +439,8 @@ def _name_from_file(entry: TableFiles) -> str:
 
 
 def _table(item: _Found) -> FlinkTable:
-    code = hashlib.blake2b(digest_size=8)
-    for part in (item.ddl, item.dml):
-        code.update((part.normalized_sql if part else "").encode() + b"\0")
+    texts = [part.normalized_sql if part else "" for part in (item.ddl, item.dml)]
+    code = hashlib.blake2b(b"".join(text.encode() + b"\0" for text in texts if text is not None), digest_size=8)
     return FlinkTable(
         name=item.name,
         type=item.files.type,
@@ -435,7 +452,7 @@ def _table(item: _Found) -> FlinkTable:
         dml=item.dml.dml if item.dml else None,
         ddl_sql=item.ddl.normalized_sql if item.ddl else None,
         dml_sql=item.dml.normalized_sql if item.dml else None,
-        code_version=code.hexdigest(),
+        code_version=code.hexdigest() if None not in texts else None,  # None: not read (`sql=False`)
     )
 
 

@@ -37,48 +37,52 @@ _CONSTRAINTS = frozenset({"NOT", "COMMENT", "METADATA"})
 _COLUMN_END = frozenset({",", ")", *_CONSTRAINTS})
 
 
-class _Unusual(Exception):
+class Unusual(Exception):
     """Not the usual shape: the parser reads the file instead."""
 
 
-class _Words:
-    """The file's words as (kind, text, start, end), read one by one."""
+class Words:
+    """The file's words as (kind, text, start, end), read one by one; `pattern` says what a word is (each
+    alternative a named group: `word`, `quoted`, `string`, `number`, `mark`)."""
 
-    def __init__(self, text: str):
+    def __init__(self, text: str, pattern: re.Pattern[str] = _WORDS):
         self.text = text
         self.items: list[tuple[str, str, int, int]] = []
         position = 0
-        for match in _WORDS.finditer(text):  # each word where the last one ended; a gap stops the scan
+        for match in pattern.finditer(text):  # each word where the last one ended; a gap stops the scan
             if match.start() != position:
                 break
             kind = match.lastgroup or ""
             position = match.end()
             self.items.append((kind, match[kind], match.start(kind), position))
         if _TRAILER.match(text, position).end() != len(text):  # type: ignore[union-attr]
-            raise _Unusual
-        # each word as `peek` and `take_if` compare it, once (they run ~40 times a file)
+            raise Unusual
+        # each word as `peek` and `take_if` compare it, once (they run ~40 times a file), then "" past the end
         self.keys = [text.upper() if kind in ("word", "mark") else "" for kind, text, _, _ in self.items]
+        self.keys.append("")
         self.index = 0
 
     def peek(self) -> str:
         """The next word, upper-cased when it is a bare word or a mark ('' at the end or for another kind)."""
-        return self.keys[self.index] if self.index < len(self.keys) else ""
+        return self.keys[self.index]  # never past the "" at the end: only a word taken moves the index
 
     def take(self, *expected: str) -> None:
         for word in expected:
             if self.peek() != word:
-                raise _Unusual
+                raise Unusual
             self.index += 1
 
     def take_if(self, *expected: str) -> bool:
-        if tuple(self.keys[self.index : self.index + len(expected)]) != expected:
+        index = self.index
+        if self.keys[index] != expected[0] or len(expected) > 1 and tuple(
+                self.keys[index : index + len(expected)]) != expected:  # most calls stop at the first word
             return False
         self.index += len(expected)
         return True
 
     def next(self, kind: str) -> str:
         if self.index >= len(self.items) or self.items[self.index][0] != kind:
-            raise _Unusual
+            raise Unusual
         self.index += 1
         return self.items[self.index - 1][1]
 
@@ -89,7 +93,7 @@ class _Words:
             return quoted, f"`{quoted}`"
         bare = self.next("word")
         if bare.upper() in _KEYWORDS:
-            raise _Unusual
+            raise Unusual
         return bare, bare
 
     def names(self) -> tuple[list[str], list[str]]:
@@ -111,13 +115,13 @@ class _Words:
             if depth == 0 and word in _COLUMN_END:
                 break
             if self.items[self.index][0] == "string" or word == ";":
-                raise _Unusual
+                raise Unusual
             depth += 1 if word in ("(", "<") else -1 if word in (")", ">") else 0
             if depth < 0:
-                raise _Unusual
+                raise Unusual
             self.index += 1
         if depth != 0:
-            raise _Unusual
+            raise Unusual
         return self.text[start : self.items[self.index - 1][3]]
 
     @property
@@ -128,12 +132,12 @@ class _Words:
 def read_plain_ddl(text: str) -> tuple[DdlInfo, str] | None:
     """(the analysis, the normalised SQL) of a DDL file of the usual shape; None for anything else."""
     try:
-        return _read(_Words(text))
-    except _Unusual:
+        return _read(Words(text))
+    except Unusual:
         return None
 
 
-def _read(words: _Words) -> tuple[DdlInfo, str]:
+def _read(words: Words) -> tuple[DdlInfo, str]:
     words.take("CREATE", "TABLE")
     exists = words.take_if("IF", "NOT", "EXISTS")
     table, table_sql = words.name()
@@ -144,7 +148,7 @@ def _read(words: _Words) -> tuple[DdlInfo, str]:
     while True:
         if words.take_if("PRIMARY", "KEY"):
             if primary_key:
-                raise _Unusual
+                raise Unusual
             primary_key, written = words.names()
             words.take("NOT", "ENFORCED")
             parts.append(f"PRIMARY KEY ({', '.join(written)}) NOT ENFORCED")
@@ -169,7 +173,7 @@ def _read(words: _Words) -> tuple[DdlInfo, str]:
             words.take("BUCKETS")
             tail += f" INTO {buckets} BUCKETS"
         elif not distribution:
-            raise _Unusual
+            raise Unusual
     options: dict[str, str] = {}
     if words.take_if("WITH"):
         words.take("(")
@@ -186,7 +190,7 @@ def _read(words: _Words) -> tuple[DdlInfo, str]:
         tail += f" WITH ({', '.join(pairs)})"
     words.take_if(";")
     if not words.done:
-        raise _Unusual
+        raise Unusual
     info = DdlInfo(table=table, columns=columns, primary_key=primary_key,
                    changelog_mode=options.get("changelog.mode", "upsert" if primary_key else "append"),
                    distribution=distribution, buckets=buckets, options=options)
@@ -194,7 +198,7 @@ def _read(words: _Words) -> tuple[DdlInfo, str]:
     return info, head + tail
 
 
-def _column(words: _Words) -> tuple[Column, str]:
+def _column(words: Words) -> tuple[Column, str]:
     """`name type [NOT NULL] [COMMENT 'text'] [METADATA [FROM 'key'] [VIRTUAL]]` (any order, each at most
     once): what the analysis reads of a column (analysis._column)."""
     name, written = words.name()
@@ -215,7 +219,7 @@ def _column(words: _Words) -> tuple[Column, str]:
             source = f" FROM '{key}'" if key else ""
             constraints += f" METADATA{source}{' VIRTUAL' if computed else ''}"
         else:
-            raise _Unusual
+            raise Unusual
     column = Column(name=name, type=kind, nullable=nullable, computed=computed, metadata_key=metadata_key,
                     comment=comment)
     return column, f"{written} {kind}{constraints}"
@@ -227,9 +231,9 @@ def _type_sql(written: str) -> str:
     try:
         create = parse_one_statement(f"CREATE TABLE t (c {written})").tree
     except FlinkSqlError:
-        raise _Unusual from None
+        raise Unusual from None
     columns = create.this.expressions if create.this is not None else []
     kind = columns[0].args.get("kind") if len(columns) == 1 and not columns[0].constraints else None
     if kind is None:
-        raise _Unusual
+        raise Unusual
     return to_flink_sql(kind, copy=False)

@@ -131,8 +131,8 @@ def deleted_in_git(pipelines: Path) -> set[str]:
 
 
 # beside this module: the code that produces an analysis, and an inventory from analyses
-ANALYSER = ("dialect.py", "parsing.py", "analysis.py", "plain_ddl.py", "facts.py", "inventory.py", "problems.py",
-            "table_files.py", "scan.py")
+ANALYSER = ("dialect.py", "parsing.py", "analysis.py", "plain_ddl.py", "plain_dml.py", "facts.py", "inventory.py",
+            "problems.py", "table_files.py", "scan.py")
 
 
 def analyser_version() -> str:

@@ -28,7 +28,7 @@ CLI_MODULES = {"shift_left_dagster.cli", "shift_left_dagster.cli_unit_tests", "s
 # the inventory parses only the files its cache lacks, so a warm load never imports it).
 HEAVY = ("pyspark", "dagster", "pyflink", "cryptography", "shift_left_dagster.local.process", "importlib.metadata",
          "shift_left_dagster.project.analysis", "shift_left_dagster.project.parsing",
-         "shift_left_dagster.project.plain_ddl")
+         "shift_left_dagster.project.plain_ddl", "shift_left_dagster.project.plain_dml")
 LIGHT = ["shift_left_dagster", "shift_left_dagster.project.graph", "shift_left_dagster.project.inventory",
          "shift_left_dagster.cli",
          *sorted(f"shift_left_dagster.{layer}.{p.stem}" for layer in ("project", "deploy", "confluent")
