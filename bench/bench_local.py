@@ -17,9 +17,11 @@
    ticks 991-1000.
 
 With --profile: where the time of the sample project and of the stateful run goes instead
-(bench/profile_local.py).
+(bench/profile_local.py). With --parts, only those figures (e.g. `--parts sample-warm`: the warm
+sample alone, to compare two commits in alternating processes).
 
 Run: python bench/bench_local.py [--rows 1000000] [--pairs 5] [--tries 5] [--ticks 1000] [--profile]
+     [--parts sample-fresh sample-warm throughput history ticks]
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from bench import profile_local  # noqa: E402
 from bench.figures import paired_ratio, repeated_time  # noqa: E402
 from bench.local_scenarios import (  # noqa: E402
     Throughput,
+    fast_client,
     load,
     sample_on_fresh_service,
     sample_on_warm_service,
@@ -53,6 +56,7 @@ from tests.integration.support import quiesce, run, unique  # noqa: E402
 
 # issue 30: ratios to bare Spark over the same files; seconds for the sample project
 TARGETS = {"stateless": 1.1, "stateful": 1.2, "sample_warm": 10.0, "sample_just_started": 15.0}
+PARTS = ("sample-fresh", "sample-warm", "throughput", "history", "ticks")
 
 
 def small_ticks(service: InProcessService, client, ticks: int) -> None:  # type: ignore[no-untyped-def]
@@ -66,6 +70,7 @@ def small_ticks(service: InProcessService, client, ticks: int) -> None:  # type:
     source = tables[0]
     assert source is not None
     seconds: list[float] = []
+    merged: list[bool] = []  # whether compaction merged the source's batches during the tick
     for i in range(ticks):
         def tick(i: int = i) -> None:
             record = spark.createDataFrame([(i, f"n{i}")], "id BIGINT, name STRING")
@@ -74,7 +79,9 @@ def small_ticks(service: InProcessService, client, ticks: int) -> None:  # type:
             assert batch is not None
             engine.store.append_batches([batch])
             quiesce(service.url)
+        before = len(engine.store.batches(source.uid))
         seconds.append(timed(tick))
+        merged.append(len(engine.store.batches(source.uid)) < before + 1)
     for table in tables:
         assert table is not None
         on_disk = sum(1 for f in (service.data_dir / "tables" / table.uid).rglob("*.parquet"))
@@ -83,6 +90,11 @@ def small_ticks(service: InProcessService, client, ticks: int) -> None:  # type:
     first, last = statistics.median(seconds[:10]), statistics.median(seconds[-10:])
     print(f"tick median: ticks 1-10 {first * 1000:.0f} ms, ticks {ticks - 9}-{ticks} {last * 1000:.0f} ms, "
           f"ratio {last / first:.2f}x")
+    # what could move the last ticks: a merge among them, or slow ticks spread over the whole run (load)
+    merging = [s for s, m in zip(seconds, merged, strict=True) if m]
+    print(f"ticks with a merge: {len(merging)} (median {statistics.median(merging or [0]) * 1000:.0f} ms; "
+          f"{sum(merged[:10])} of ticks 1-10, {sum(merged[-10:])} of the last 10); all ticks median "
+          f"{statistics.median(seconds) * 1000:.0f} ms, p90 {sorted(seconds)[int(len(seconds) * 0.9)] * 1000:.0f} ms")
 
 
 def history(service: InProcessService, client, sizes: tuple[int, ...] = (100_000, 4_000_000),  # type: ignore[no-untyped-def]
@@ -140,6 +152,7 @@ def main() -> None:
     parser.add_argument("--tries", type=int, default=5, help="timings of the sample project per figure")
     parser.add_argument("--ticks", type=int, default=1000)
     parser.add_argument("--profile", action="store_true", help="where the time goes instead (profile_local.py)")
+    parser.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS), help="only these figures")
     args = parser.parse_args()
     if args.profile:
         profile_local.main(["--rows", str(args.rows)])
@@ -147,22 +160,29 @@ def main() -> None:
     print(f"load average at start {os.getloadavg()[0]:.2f}")
     data = Path(tempfile.mkdtemp(prefix="bench-local-"))
     try:
-        repeated_time("sample project (24 tables, seeds + DDL + DML over HTTP) caught up, service just started",
-                      lambda: sample_on_fresh_service(data), args.tries, TARGETS["sample_just_started"])
-        repeated_time("sample project caught up, warm service", sample_on_warm_service(data), args.tries,
-                      TARGETS["sample_warm"])
+        if "sample-fresh" in args.parts:
+            repeated_time("sample project (24 tables, seeds + DDL + DML over HTTP) caught up, service just started",
+                          lambda: sample_on_fresh_service(data), args.tries, TARGETS["sample_just_started"])
+        if "sample-warm" in args.parts:
+            repeated_time("sample project caught up, warm service", sample_on_warm_service(data), args.tries,
+                          TARGETS["sample_warm"])
         print(f"load average {os.getloadavg()[0]:.2f}")
+        if not {"throughput", "history", "ticks"} & set(args.parts):
+            return
         with InProcessService(data / "service") as service:
-            throughput = Throughput(service, args.rows, data)
-            client = throughput.client
-            print(f"loaded {args.rows:,} orders and 5,000 customers")
-            for kind in ("stateless", "stateful"):
-                paired_ratio(f"{kind} {args.rows:,} rows, local service / bare Spark",
-                             lambda kind=kind: throughput.ours(kind), lambda kind=kind: throughput.bare(kind),
-                             args.pairs, TARGETS[kind])
-            print(f"load average {os.getloadavg()[0]:.2f}")
-            history(service, client)
-            small_ticks(service, client, args.ticks)
+            client = fast_client(service)
+            if "throughput" in args.parts:
+                throughput = Throughput(service, args.rows, data)
+                print(f"loaded {args.rows:,} orders and 5,000 customers")
+                for kind in ("stateless", "stateful"):
+                    paired_ratio(f"{kind} {args.rows:,} rows, local service / bare Spark",
+                                 lambda kind=kind: throughput.ours(kind), lambda kind=kind: throughput.bare(kind),
+                                 args.pairs, TARGETS[kind])
+                print(f"load average {os.getloadavg()[0]:.2f}")
+            if "history" in args.parts:
+                history(service, client)
+            if "ticks" in args.parts:
+                small_ticks(service, client, args.ticks)
             print(f"load average at end {os.getloadavg()[0]:.2f}")
     finally:
         shutil.rmtree(data, ignore_errors=True)

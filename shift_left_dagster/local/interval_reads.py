@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import OFFSET, PARTITION, TableDef
 from shift_left_dagster.local.event_time import MAX_WATERMARK, MIN_WATERMARK
+from shift_left_dagster.local.spark import integer_rows
 from shift_left_dagster.local.store import IntervalRead, RunState
 from shift_left_dagster.local.views import Ranges, TableViews, Validity
 from shift_left_dagster.translation.interval_join import ARRIVAL_MARK, ARRIVAL_RUN
@@ -80,9 +81,8 @@ def with_runs(rows: DataFrame, uid: str, partitions: int, reads: list[IntervalRe
         for partition in range(partitions):
             latest[(partition, read.starts.get(uid, {}).get(partition, 0))] = (index, read.watermark)
     marker = "__sl_marker"
-    markers = rows.sparkSession.createDataFrame(
-        [(p, start, run, mark) for (p, start), (run, mark) in latest.items()],
-        f"`{PARTITION}` INT, `{OFFSET}` BIGINT, `{ARRIVAL_RUN}` INT, `{ARRIVAL_MARK}` BIGINT")
+    markers = integer_rows(rows.sparkSession, [(p, start, run, mark) for (p, start), (run, mark) in latest.items()],
+                           [(PARTITION, "INT"), (OFFSET, "BIGINT"), (ARRIVAL_RUN, "INT"), (ARRIVAL_MARK, "BIGINT")])
     both = rows.withColumn(marker, F.lit(False)).unionByName(markers.withColumn(marker, F.lit(True)),
                                                               allowMissingColumns=True)
     before = Window.partitionBy(f"`{PARTITION}`").orderBy(F.col(f"`{OFFSET}`"), F.col(marker).desc(),

@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -126,6 +126,19 @@ def empty_frame(spark: SparkSession, schema: T.StructType) -> DataFrame:
         return spark.createDataFrame([], schema)
     assert jvm is not None
     return DataFrame(session.createDataFrame(jvm.java.util.ArrayList(), session.parseDataType(schema.json())), spark)
+
+
+def integer_rows(spark: SparkSession, rows: Sequence[tuple[int, ...]], columns: Sequence[tuple[str, str]]) -> DataFrame:
+    """Rows of integers as a local relation (an inline VALUES table, `columns` its (name, Spark type)):
+    Spark holds them on the driver, where `createDataFrame` of a Python list is a Python RDD, whose every
+    query starts a Python worker and more Spark jobs."""
+    if not rows:
+        schema = T.StructType.fromDDL(", ".join(f"`{n}` {t}" for n, t in columns))
+        assert isinstance(schema, T.StructType)
+        return empty_frame(spark, schema)
+    values = ", ".join(f"({', '.join(str(int(v)) for v in row)})" for row in rows)
+    names = ", ".join(f"CAST(col{i + 1} AS {t}) AS `{n}`" for i, (n, t) in enumerate(columns))
+    return spark.sql(f"SELECT {names} FROM VALUES {values}")
 
 
 # Logical operators that keep each input partition's rows in order, one partition after another.

@@ -111,3 +111,13 @@ def test_a_run_without_new_rows_of_the_query_is_not_recorded_and_no_row_changes(
     assert [(o, m) for o, _r, m in compacted] == [(o, m) for o, _r, m in full]
     pairs = list(zip(compacted, full, strict=True))
     assert all((a[1] < b[1]) == (c[1] < d[1]) for a, c in pairs for b, d in pairs[::7])
+
+
+def test_the_runs_are_a_local_relation_that_starts_no_python_worker(spark: SparkSession) -> None:
+    """The runs' markers are rows Spark holds on the driver (an inline table): a Python list given to
+    createDataFrame is a Python RDD, whose every query starts a Python worker and more Spark jobs (the
+    sample's temporal join took two more jobs and ~0.2 s for them)."""
+    reads = recorded_runs(random.Random(5))
+    rows = spark.range(40).select((F.col("id") % 2).cast("int").alias(PARTITION), F.col("id").alias(OFFSET))
+    plan = with_runs(rows, UID, 2, reads)._jdf.queryExecution().optimizedPlan().toString()
+    assert "ExternalRDD" not in plan and "LogicalRDD" not in plan, plan
