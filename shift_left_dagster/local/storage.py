@@ -19,7 +19,11 @@ metric) runs outside generated code and cost more. A batch whose records are
 all +I (appended rows, a stateful query's first run) has no `$op` column: readers
 take +I for a file without one, and a run over such files carries +I as a constant
 that Spark's optimizer folds (reading and writing a column of one value cost a
-stateless run over 1 M rows about a tenth of its time). Compaction (compaction.py)
+stateless run over 1 M rows about a tenth of its time). Likewise a batch Spark
+writes whose records share one `$rowtime` (a bulk load, a stateful run's time
+of writing, a stateless run over such a batch) keeps it once, in its name
+(`b-<id>-t<micros>`, as a Kafka batch with LogAppendTime keeps one time in its
+header), and its files have no `$rowtime` column. Compaction (compaction.py)
 rewrites consecutive small batches as one, records and offsets unchanged.
 """
 
@@ -434,6 +438,8 @@ def inserts_only(records: DataFrame) -> bool:
 def shared_time(records: DataFrame) -> int | None:
     """The `$rowtime` (epoch microseconds) Spark's optimizer makes every record's (records read from
     batches keeping one time, a stateful run's time of writing): their batch keeps it once, in its name."""
+    if ROWTIME not in records.columns or records.schema[ROWTIME].dataType != T.TimestampType():
+        return None
     value = _folded(records, ROWTIME)
     return value if isinstance(value, int) else None
 
