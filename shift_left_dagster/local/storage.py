@@ -19,7 +19,11 @@ metric) runs outside generated code and cost more. A batch whose records are
 all +I (appended rows, a stateful query's first run) has no `$op` column: readers
 take +I for a file without one, and a run over such files carries +I as a constant
 that Spark's optimizer folds (reading and writing a column of one value cost a
-stateless run over 1 M rows about a tenth of its time). Compaction (compaction.py)
+stateless run over 1 M rows about a tenth of its time). Likewise a batch Spark
+writes whose records share one `$rowtime` (a bulk load, a stateful run's time
+of writing, a stateless run over such a batch) keeps it once, in its name
+(`b-<id>-t<micros>`, as a Kafka batch with LogAppendTime keeps one time in its
+header), and its files have no `$rowtime` column. Compaction (compaction.py)
 rewrites consecutive small batches as one, records and offsets unchanged.
 """
 
@@ -43,7 +47,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from shift_left_dagster.local.catalog import DELETE, INSERT, OFFSET, OP, PARTITION, ROWTIME, UPDATE_BEFORE, TableDef
 from shift_left_dagster.local.spark import empty_frame, is_local_relation, without_codegen
-from shift_left_dagster.local.store import BASE, Batch, Store
+from shift_left_dagster.local.store import BASE, Batch, Store, batch_time
 
 # Spark's parquet readers fill a LONG column of this name with each row's index in its file (what
 # `_metadata.row_index` reads): a column of the read schema, pruned when a query reads no offsets, where
@@ -122,8 +126,11 @@ class TableLogs:
             written = {p: part.select([c for c in [OP, *not_null] if c in part.column_names])
                        for p, part in collected.items()}
         else:  # one Spark task per partition, each writing one file named after its task's partition
-            with_op = not inserts_only(records)
-            self._placed(table, records, order_by, ordered, with_op=with_op).write.option(
+            with_op, time = not inserts_only(records), shared_time(records)
+            if time is not None:  # kept once, in the batch's name
+                name = f"{name}-t{time}"
+                temporary = self.root / table.uid / f".tmp-{name}"
+            self._placed(table, records, order_by, ordered, with_op=with_op, with_time=time is None).write.option(
                 "maxRecordsPerFile", 0).parquet(str(temporary))
             files = {int(f.name.split("-")[1]): f for f in temporary.glob("part-*.parquet")}
             written = {p: pq.read_table(f, columns=[OP, *not_null] if with_op else not_null) for p, f in files.items()}
@@ -172,8 +179,9 @@ class TableLogs:
 
     @staticmethod
     def _placed(table: TableDef, records: DataFrame, order_by: Sequence[str], ordered: bool, *,
-                with_op: bool = True) -> DataFrame:
-        """The batch in stored columns for Spark to write (`$op` only `with_op`): Spark partition p holds
+                with_op: bool = True, with_time: bool = True) -> DataFrame:
+        """The batch in stored columns for Spark to write (`$op` only `with_op`, `$rowtime` only
+        `with_time`): Spark partition p holds
         table partition p's records, in `order_by` order."""
         keys = [F.col(f"`{k}`") for k in table.key_columns]
         if keys and table.partitions > 1:
@@ -182,7 +190,7 @@ class TableLogs:
             spread = records.coalesce(table.partitions)  # whole Spark partitions, one after another
         if order_by and not ordered:
             spread = spread.sortWithinPartitions(*[F.col(f"`{c}`") for c in order_by])
-        return spread.select(*_stored(table, with_op=with_op))
+        return spread.select(*_stored(table, with_op=with_op, with_time=with_time))
 
     @staticmethod
     def _collected(table: TableDef, records: DataFrame, order_by: Sequence[str],
@@ -227,7 +235,10 @@ class TableLogs:
         if not selected:
             return empty_frame(self.spark, table.storage_schema())
         with_op = [self._has_op(f) for f in selected.values()]
-        stored = [f for f in _stored_schema(table).fields if f.name != OP or any(with_op)]
+        times = {place: batch_time(f) for place, f in selected.items()}
+        with_time = None in times.values()
+        stored = [f for f in _stored_schema(table).fields
+                  if (f.name != OP or any(with_op)) and (f.name != ROWTIME or with_time)]
         schema = T.StructType([*stored, T.StructField(ROW_INDEX, T.LongType()),
                                T.StructField(PARTITION, T.IntegerType()), T.StructField(BASE, T.LongType())])
         # Files never change: a read of the same files as the same columns is the DataFrame built before
@@ -242,7 +253,7 @@ class TableLogs:
         insert = F.lit(INSERT).cast("tinyint")
         # (a missing `$op` reads as NULL: never a bare column a pushed-down filter could drop a file by)
         op = F.col(f"`{OP}`") if all(with_op) else F.coalesce(F.col(f"`{OP}`"), insert) if any(with_op) else insert
-        frame = files.select(*[F.col(f"`{c.name}`") for c in table.stored_columns], F.col(f"`{ROWTIME}`"),
+        frame = files.select(*[F.col(f"`{c.name}`") for c in table.stored_columns], _rowtime(times).alias(ROWTIME),
                              F.col(f"`{PARTITION}`"),
                              (F.col(f"`{BASE}`") + F.col(ROW_INDEX)).alias(OFFSET), op.alias(OP))
         if ranges is not None and not exact:
@@ -280,9 +291,14 @@ class TableLogs:
         for (partition, _first), file in selected.items():
             metadata = pq.read_metadata(self.root.parent / file)
             index = metadata.schema.names.index(column) if column in metadata.schema.names else None
-            if index is None:
+            kept = batch_time(file) if column == ROWTIME else None
+            if index is None and kept is None:
                 return None
             highest.setdefault(partition, None)
+            if kept is not None:  # every record's time, kept by its batch
+                known = highest[partition]
+                highest[partition] = kept // 1000 if known is None else max(known, kept // 1000)
+                continue
             for group in range(metadata.num_row_groups):
                 statistics = metadata.row_group(group).column(index).statistics
                 if statistics is None or (not statistics.has_min_max and statistics.num_values):
@@ -342,7 +358,7 @@ class TableLogs:
         parts: dict[int, list[pa.Table]] = {}
         for batch in batches:
             for partition, file in zip(batch.ranges, batch.files, strict=True):
-                parts.setdefault(partition, []).append(pq.read_table(self.root.parent / file))
+                parts.setdefault(partition, []).append(_with_time(pq.read_table(self.root.parent / file), batch.time))
         for partition, tables in parts.items():  # a file without `$op` beside one with it: its +I spelled out
             if any(OP in t.column_names for t in tables):
                 parts[partition] = [t if OP in t.column_names else t.append_column(
@@ -381,34 +397,73 @@ def drop_table(store: Store, root: Path, uid: str) -> None:
     shutil.rmtree(root / uid, ignore_errors=True)
 
 
-def _stored(table: TableDef, *, with_op: bool = True) -> list[Column]:
-    """A batch's columns in its files: stored columns, $rowtime, $op unless every record is +I (partition
-    and offset: where it lies)."""
-    return [*[F.col(f"`{c.name}`") for c in table.stored_columns], F.col(f"`{ROWTIME}`"),
+def _stored(table: TableDef, *, with_op: bool = True, with_time: bool = True) -> list[Column]:
+    """A batch's columns in its files: stored columns, $rowtime unless every record has the one its batch
+    keeps, $op unless every record is +I (partition and offset: where it lies)."""
+    return [*[F.col(f"`{c.name}`") for c in table.stored_columns], *([F.col(f"`{ROWTIME}`")] if with_time else []),
             *([F.col(f"`{OP}`").cast("tinyint").alias(OP)] if with_op else [])]
+
+
+def _with_time(part: pa.Table, time: int | None) -> pa.Table:
+    """A file's records with their `$rowtime` column: the time their batch keeps spelled out (before `$op`)."""
+    if time is None:
+        return part
+    at = part.column_names.index(OP) if OP in part.column_names else part.num_columns
+    return part.add_column(at, pa.field(ROWTIME, pa.timestamp("us", tz="UTC")),
+                           pa.array([time] * part.num_rows, pa.timestamp("us", tz="UTC")))
+
+
+def _rowtime(times: dict[tuple[int, int], int | None]) -> Column:
+    """Each record's `$rowtime`, the files read by (partition, first offset) -> the time their batch keeps
+    (None: the file's column): one time kept by every file is a constant Spark folds (a run over them writes
+    it as a constant too, shared_time); else each file's own, chosen by its partition and base (constant per
+    file), never a bare column a pushed-down filter could drop a file without it by."""
+    kept = {place: t for place, t in times.items() if t is not None}
+    if not kept:
+        return F.col(f"`{ROWTIME}`")
+    if len(kept) == len(times) and len(set(kept.values())) == 1:
+        return F.timestamp_micros(F.lit(next(iter(kept.values()))))
+    cases = [((F.col(f"`{PARTITION}`") == partition) & (F.col(f"`{BASE}`") == base), F.timestamp_micros(F.lit(time)))
+             for (partition, base), time in kept.items()]
+    chosen = reduce(lambda chain, case: chain.when(*case), cases[1:], F.when(*cases[0]))
+    return chosen if len(kept) == len(times) else F.coalesce(F.col(f"`{ROWTIME}`"), chosen)
 
 
 def inserts_only(records: DataFrame) -> bool:
     """Whether Spark's optimizer makes the records' `$op` the constant +I (records read from files
-    without `$op`, a stateful run's inserts): their batch is then written without the column. False
-    when it can not tell (a Spark Connect session). Read from the records' own optimized plan when it
-    ends in a projection (Spark keeps it: a stateless run's log-order check optimized it already),
-    else from the plan of their `$op` alone."""
-    if OP not in records.columns:
-        return False
-    try:  # (a projection's list is its output, in order: `$op` found by its place, not name by name)
-        plan, place = records._jdf.queryExecution().optimizedPlan(), records.columns.index(OP)
+    without `$op`, a stateful run's inserts): their batch is then written without the column."""
+    return _folded(records, OP) == INSERT
+
+
+def shared_time(records: DataFrame) -> int | None:
+    """The `$rowtime` (epoch microseconds) Spark's optimizer makes every record's (records read from
+    batches keeping one time, a stateful run's time of writing): their batch keeps it once, in its name."""
+    if ROWTIME not in records.columns or records.schema[ROWTIME].dataType != T.TimestampType():
+        return None
+    value = _folded(records, ROWTIME)
+    return value if isinstance(value, int) else None
+
+
+def _folded(records: DataFrame, column: str) -> object:
+    """The constant Spark's optimizer makes the records' `column` (its internal value), else None; None
+    too when it can not tell (a Spark Connect session). Read from the records' own optimized plan when it
+    ends in a projection (Spark keeps it: a stateless run's log-order check optimized it already), else
+    from the plan of that column alone."""
+    if column not in records.columns:
+        return None
+    try:  # (a projection's list is its output, in order: the column found by its place, not name by name)
+        plan, place = records._jdf.queryExecution().optimizedPlan(), records.columns.index(column)
         if plan.nodeName() != "Project":
-            plan, place = records.select(F.col(f"`{OP}`"))._jdf.queryExecution().optimizedPlan(), 0
+            plan, place = records.select(F.col(f"`{column}`"))._jdf.queryExecution().optimizedPlan(), 0
     except AttributeError:
-        return False
+        return None
     if plan.nodeName() != "Project":
-        return False
-    column = plan.projectList().apply(place)
-    if column.name() != OP:
-        return False
-    value = column.child() if column.nodeName() == "Alias" else column
-    return bool(value.foldable()) and value.eval(None) == INSERT
+        return None
+    found = plan.projectList().apply(place)
+    if found.name() != column:
+        return None
+    value = found.child() if found.nodeName() == "Alias" else found
+    return value.eval(None) if value.foldable() else None
 
 
 def _stored_schema(table: TableDef) -> T.StructType:

@@ -75,12 +75,24 @@ class Batch(BaseModel):
     def files(self) -> list[str]:
         return batch_files(self.path, self.ranges)
 
+    @property
+    def time(self) -> int | None:
+        return batch_time(self.path)
+
 
 def batch_files(path: str, ranges: dict[int, tuple[int, int]]) -> list[str]:
     """A batch's files, one per partition in `ranges` (in that order), beside its path: a file's folder
     names the partition and its first offset (storage.py)."""
     folder, name = path.rsplit("/", 1)
     return [f"{folder}/{PARTITION}={p}/{BASE}={first}/{name}.parquet" for p, (first, _end) in ranges.items()]
+
+
+def batch_time(path: str) -> int | None:
+    """The `$rowtime` (epoch microseconds) every record of a batch has when its files hold no such column,
+    from the batch's name (`b-<id>-t<micros>`; as a Kafka batch written with LogAppendTime keeps one time in
+    its header); None: each record has its own in its file. `path`: the batch's or one of its files."""
+    name = path.rsplit("/", 1)[-1].removesuffix(".parquet")
+    return int(name.split("-t", 1)[1]) if "-t" in name else None
 
 
 def _ranges(stored: str) -> dict[int, tuple[int, int]]:

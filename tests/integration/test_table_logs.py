@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -358,3 +358,40 @@ def test_a_read_of_the_same_files_is_the_dataframe_built_before(spark: SparkSess
     widened = views.changes(altered)
     assert widened is not views.changes(table) and "note" in widened.columns
     assert [r["note"] for r in widened.collect()] == [None] * 8
+
+
+def test_a_batch_of_one_time_keeps_it_once_and_reads_it_on_every_record(spark: SparkSession, tmp_path: Path) -> None:
+    """A batch Spark writes whose records share one `$rowtime` (a bulk load, a stateless run over one)
+    keeps that time once, in its name, as a Kafka batch written with LogAppendTime keeps it in its header:
+    its files have no `$rowtime` column. Read alone, beside a batch with the column (a filter on $rowtime
+    pushed down must not drop a file without it), through the files' statistics, and merged with one, every
+    record keeps its time."""
+    store = Store(tmp_path / "service.db")
+    logs = TableLogs(tmp_path / "tables", spark, store)
+    table = table_def("one_time", keyed=False)
+    store.create_table(table)
+    data = rows(45)
+    at = datetime(2025, 3, 2, 8, 30, 15, 123000)
+    same = [d[:10] + (at,) + d[11:] for d in data[:30]]
+    for chunk in (same[:15], same[15:]):  # two batches of one time each, as Spark writes them
+        batch = logs.write(table, frame(spark, chunk).withColumn("$rowtime", F.lit(at)), "p", order_by=["seq"])
+        assert batch is not None
+        assert all("$rowtime" not in pq.read_schema(tmp_path / f).names for f in batch.files)
+        store.append_batches([batch])
+    assert {r[-4] for r in logged(logs, table)} == {at}
+    ends = store.end_offsets(table.uid)
+    millis = (at.replace(tzinfo=UTC) - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(milliseconds=1)
+    highest = logs.highest_times(table, "$rowtime", {p: (0, end) for p, end in ends.items()})
+    assert highest == dict.fromkeys(ends, millis)
+    several = logs.write(table, frame(spark, data[30:]), "p", order_by=["seq"])  # times of their own
+    assert several is not None and all("$rowtime" in pq.read_schema(tmp_path / f).names for f in several.files)
+    store.append_batches([several])
+    expected = Counter(hashable(d[:12]) for d in [*same, *data[30:]])
+    before = logged(logs, table)
+    assert Counter(hashable(r[:-3] + (r[-1],)) for r in before) == expected
+    late = logs.read(table).where(F.col("`$rowtime`") >= F.lit(at)).count()
+    assert late == sum(d[10] >= at for d in [*same, *data[30:]])
+    runs = store.batches(table.uid)
+    merged = logs.merge(table, runs)
+    assert store.replace_batches(runs, merged)
+    assert logged(logs, table) == before
