@@ -30,7 +30,7 @@ from shift_left_dagster.translation.functions import (
     translate_typed,
 )
 from shift_left_dagster.translation.interval_join import INTERVAL_TIME, hold_unmatched_rows
-from shift_left_dagster.translation.intervals import interval_unit
+from shift_left_dagster.translation.intervals import interval_ms, interval_unit
 
 # Hidden columns a stateless (incremental) query carries from each input record to its output row.
 HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ = "__sl_op", "__sl_rowtime", "__sl_seq"
@@ -65,6 +65,9 @@ class LateRule:
 
     kind: Literal["after", "before", "key"]
     keys: tuple[str, ...] = ()
+    # A RANGE frame's preceding interval (ms): Flink's RowTimeRangeBoundedPrecedingFunction clears a key's
+    # state, its last emitted time with it, once the watermark passes 1.5 intervals after its newest row.
+    range_ms: int | None = None
 
 
 @dataclass
@@ -422,7 +425,8 @@ def _over_late_rule(definition: exp.Window) -> LateRule:
         return LateRule("after")
     keys = definition.args.get("partition_by") or []
     plain = all(isinstance(k, exp.Column) for k in keys)
-    return LateRule("key", tuple(k.name for k in keys) if plain else ())
+    span = interval_ms(spec.args.get("start")) if str(spec.args.get("kind") or "").upper() == "RANGE" else None
+    return LateRule("key", tuple(k.name for k in keys) if plain else (), span)
 
 
 def _window_order(window: exp.Window, select: exp.Select | None) -> exp.Ordered | None:
