@@ -26,6 +26,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -52,6 +53,13 @@ def _dropped_key(query_key: str, index: int) -> str:
 def _held_key(query_key: str, index: int) -> str:
     """A scan's entry in SourceProgress.dropped for the rows held back in the last run (replaced each run)."""
     return f"{query_key}:{index}:held"
+
+
+def cleared_rows(state: RunState | None, table_uid: str, query_key: str, index: int) -> dict[int, dict[int, list[int]]]:
+    """The rows of the query's scan at `index` kept after their key's state was cleared (a RANGE-bounded
+    OVER): how many times it was -> partition -> offsets; the OVER partitions by it (CLEARINGS)."""
+    progress = _progress(state, table_uid) if state is not None else None
+    return {} if progress is None else progress.clearings.get(_dropped_key(query_key, index), {})
 
 
 def dropped_rows(state: RunState | None, table_uid: str, query_key: str, index: int) -> dict[int, list[int]]:
@@ -82,8 +90,10 @@ def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sou
             if per_record and scan.late.kind == "key":
                 replayed = _replay_bounded_over(views, table, scan, progress, upper[table.uid])
                 if replayed is not None:
-                    progress.dropped[_dropped_key(query_key, index)], progress.dropped[_held_key(query_key, index)] = \
-                        replayed
+                    key = _dropped_key(query_key, index)
+                    progress.dropped[key], progress.dropped[_held_key(query_key, index)] = replayed.dropped, \
+                        replayed.held
+                    progress.clearings[key] = replayed.clearings
                     continue
             if per_record and scan.late.kind == "before":
                 after = fired.get(query_key, (MIN_WATERMARK, MIN_WATERMARK))[1]
@@ -182,8 +192,18 @@ def arrival_watermarks(views: TableViews, table: TableDef, frame: DataFrame, ran
     return rows.select(*[F.col(f"`{name}`") for name in frame.columns], arrival.alias(ARRIVAL_WATERMARK))
 
 
+@dataclass
+class Replayed:
+    """A bounded OVER's replay: offsets dropped, kept but waiting for the next watermark, and kept after
+    their key's state was cleared (how many times it was -> offsets), each by partition."""
+
+    dropped: dict[int, list[int]]
+    held: dict[int, list[int]]
+    clearings: dict[int, dict[int, list[int]]]
+
+
 def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress,
-                         upper: Mapping[int, int]) -> tuple[dict[int, list[int]], dict[int, list[int]]] | None:
+                         upper: Mapping[int, int]) -> Replayed | None:
     """A bounded OVER (ROWS n / RANGE interval PRECEDING) over one partition, replayed record by record as
     Flink's RowTime*BoundedPrecedingFunction runs it: a record not later than its key's last triggering
     time is dropped; a kept one fires (is emitted) when the watermark next rises to its time, so a late
@@ -191,8 +211,9 @@ def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progres
     intervals (+1 ms) after the newest row it kept, moved only when a row needs it later than one interval
     after itself: when it fires the key's state is cleared, its last triggering time with it (a row older
     than one emitted before is kept again), and an outdated cleanup timer counts as a triggering time.
-    (dropped offsets, offsets still waiting after this run); None when the table holds more records than
-    the driver replays (then runs judge as before)."""
+    The rows a key keeps after a clearing count only each other: the OVER partitions by the number of
+    clearings before each row (CLEARINGS). None when the table holds more records than the driver replays
+    (then runs judge as before)."""
     assert scan.late is not None and scan.event_time is not None
     read = {p: (progress.start.get(p, 0), end) for p, end in upper.items()}
     if sum(end - start for start, end in read.values()) > REPLAYED_ROWS:
@@ -209,7 +230,11 @@ def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progres
         if moment is not None:
             timers.arrive(at, key, moment, span)
             timers.advance(moment - delay)
-    return ({0: timers.dropped} if timers.dropped else {}), ({0: timers.held()} if timers.held() else {})
+    clearings: dict[int, dict[int, list[int]]] = {}
+    for at, count in timers.after_clearing.items():
+        clearings.setdefault(count, {}).setdefault(0, []).append(at)
+    return Replayed({0: timers.dropped} if timers.dropped else {}, {0: timers.held()} if timers.held() else {},
+                    clearings)
 
 
 class _KeyTimers:
@@ -224,12 +249,16 @@ class _KeyTimers:
         self.scheduled: set[tuple[tuple[object, ...], int]] = set()  # one timer per key and time
         self.order = itertools.count()  # (ties in time fire in the order they were set)
         self.dropped: list[int] = []
+        self.clearings: dict[tuple[object, ...], int] = {}  # per key, how many times its state was cleared
+        self.after_clearing: dict[int, int] = {}  # offset kept after its key's state was cleared -> how often
 
     def arrive(self, at: int, key: tuple[object, ...], moment: int, span: int | None) -> None:
         if moment <= self.last.get(key, MIN_WATERMARK):
             self.dropped.append(at)
             return
         self.waiting.setdefault(key, {}).setdefault(moment, []).append(at)
+        if self.clearings.get(key):
+            self.after_clearing[at] = self.clearings[key]
         self._schedule(key, moment)
         if span is not None and (key not in self.cleanup or self.cleanup[key] < moment + span + 1):
             self.cleanup[key] = moment + span * 3 // 2 + 1
@@ -246,6 +275,7 @@ class _KeyTimers:
             if self.cleanup.get(key, moment + 1) <= moment:  # the key's state cleared
                 del self.cleanup[key]
                 self.last.pop(key, None)
+                self.clearings[key] = self.clearings.get(key, 0) + 1
                 self.dropped.extend(at for ats in self.waiting.pop(key, {}).values() for at in ats)
                 continue
             self.waiting.get(key, {}).pop(moment, None)  # emitted
