@@ -81,7 +81,7 @@ from shift_left_dagster.local.interval_reads import (
     versions_as_read,
     with_arrivals,
 )
-from shift_left_dagster.local.late_rows import arrival_watermarks, drop_late_rows, dropped_rows
+from shift_left_dagster.local.late_rows import arrival_watermarks, cleared_rows, drop_late_rows, dropped_rows
 from shift_left_dagster.local.literal_rows import LiteralRows, literal_rows
 from shift_left_dagster.local.offsets import ScanError, ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
@@ -427,7 +427,8 @@ class Jobs:
                 frame = self.views.changes(table, ranges)
             else:  # without the late rows its event-time operator dropped (late_rows.py)
                 frame = self.views.state(table, ranges, skip=dropped_rows(state, table.uid, query_key, index),
-                                         arrival=arrival_sign(scan, table))
+                                         arrival=arrival_sign(scan, table), clearings=cleared_rows(
+                                             state, table.uid, query_key, index) if scan.clearings else None)
             if gated(query.sql):  # an outer interval join's pairs (interval_reads.py)
                 plain = scan.interval_time and not (scan.event_time or scan.late or scan.arrival or empty)
                 frame = with_arrivals(self.views, table, frame, ranges,

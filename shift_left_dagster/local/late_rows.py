@@ -24,7 +24,9 @@ timer for it fires only then.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -51,6 +53,13 @@ def _dropped_key(query_key: str, index: int) -> str:
 def _held_key(query_key: str, index: int) -> str:
     """A scan's entry in SourceProgress.dropped for the rows held back in the last run (replaced each run)."""
     return f"{query_key}:{index}:held"
+
+
+def cleared_rows(state: RunState | None, table_uid: str, query_key: str, index: int) -> dict[int, dict[int, list[int]]]:
+    """The rows of the query's scan at `index` kept after their key's state was cleared (a RANGE-bounded
+    OVER): how many times it was -> partition -> offsets; the OVER partitions by it (CLEARINGS)."""
+    progress = _progress(state, table_uid) if state is not None else None
+    return {} if progress is None else progress.clearings.get(_dropped_key(query_key, index), {})
 
 
 def dropped_rows(state: RunState | None, table_uid: str, query_key: str, index: int) -> dict[int, list[int]]:
@@ -81,8 +90,10 @@ def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sou
             if per_record and scan.late.kind == "key":
                 replayed = _replay_bounded_over(views, table, scan, progress, upper[table.uid])
                 if replayed is not None:
-                    progress.dropped[_dropped_key(query_key, index)], progress.dropped[_held_key(query_key, index)] = \
-                        replayed
+                    key = _dropped_key(query_key, index)
+                    progress.dropped[key], progress.dropped[_held_key(query_key, index)] = replayed.dropped, \
+                        replayed.held
+                    progress.clearings[key] = replayed.clearings
                     continue
             if per_record and scan.late.kind == "before":
                 after = fired.get(query_key, (MIN_WATERMARK, MIN_WATERMARK))[1]
@@ -181,13 +192,28 @@ def arrival_watermarks(views: TableViews, table: TableDef, frame: DataFrame, ran
     return rows.select(*[F.col(f"`{name}`") for name in frame.columns], arrival.alias(ARRIVAL_WATERMARK))
 
 
+@dataclass
+class Replayed:
+    """A bounded OVER's replay: offsets dropped, kept but waiting for the next watermark, and kept after
+    their key's state was cleared (how many times it was -> offsets), each by partition."""
+
+    dropped: dict[int, list[int]]
+    held: dict[int, list[int]]
+    clearings: dict[int, dict[int, list[int]]]
+
+
 def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress,
-                         upper: Mapping[int, int]) -> tuple[dict[int, list[int]], dict[int, list[int]]] | None:
+                         upper: Mapping[int, int]) -> Replayed | None:
     """A bounded OVER (ROWS n / RANGE interval PRECEDING) over one partition, replayed record by record as
     Flink's RowTime*BoundedPrecedingFunction runs it: a record not later than its key's last triggering
     time is dropped; a kept one fires (is emitted) when the watermark next rises to its time, so a late
-    one that is kept waits for the next rise. (dropped offsets, offsets still waiting after this run);
-    None when the table holds more records than the driver replays (then runs judge as before)."""
+    one that is kept waits for the next rise. A RANGE frame also sets a cleanup timer per key, 1.5
+    intervals (+1 ms) after the newest row it kept, moved only when a row needs it later than one interval
+    after itself: when it fires the key's state is cleared, its last triggering time with it (a row older
+    than one emitted before is kept again), and an outdated cleanup timer counts as a triggering time.
+    The rows a key keeps after a clearing count only each other: the OVER partitions by the number of
+    clearings before each row (CLEARINGS). None when the table holds more records than the driver replays
+    (then runs judge as before)."""
     assert scan.late is not None and scan.event_time is not None
     read = {p: (progress.start.get(p, 0), end) for p, end in upper.items()}
     if sum(end - start for start, end in read.values()) > REPLAYED_ROWS:
@@ -197,23 +223,70 @@ def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progres
     time = F.unix_millis(F.col(f"`{scan.event_time}`").cast("timestamp"))
     records = views.located(table, read).select(F.col(f"`{OFFSET}`").alias("o"), F.struct(*keys).alias("k"),
                                                 time.alias("t")).orderBy("o").collect()
-    delay = watermark_spec(table).delay_ms
-    watermark = MIN_WATERMARK
-    last: dict[tuple[object, ...], int] = {}  # per key, its last triggering time
-    waiting: list[tuple[int, int, tuple[object, ...]]] = []  # a heap of (time, offset, key) not fired yet
-    dropped: list[int] = []
+    delay, span = watermark_spec(table).delay_ms, scan.late.range_ms
+    timers = _KeyTimers()
     for record in records:
         at, key, moment = int(record["o"]), tuple(record["k"]), record["t"]
-        if moment is None:
-            continue
-        if moment <= last.get(key, MIN_WATERMARK):
-            dropped.append(at)
-            continue
-        heapq.heappush(waiting, (moment, at, key))
-        if moment - delay > watermark:
-            watermark = moment - delay
-            while waiting and waiting[0][0] <= watermark:
-                fired, _at, fired_key = heapq.heappop(waiting)
-                last[fired_key] = max(last.get(fired_key, MIN_WATERMARK), fired)
-    held = [at for moment, at, _key in waiting if moment <= watermark]
-    return ({0: dropped} if dropped else {}), ({0: sorted(held)} if held else {})
+        if moment is not None:
+            timers.arrive(at, key, moment, span)
+            timers.advance(moment - delay)
+    clearings: dict[int, dict[int, list[int]]] = {}
+    for at, count in timers.after_clearing.items():
+        clearings.setdefault(count, {}).setdefault(0, []).append(at)
+    return Replayed({0: timers.dropped} if timers.dropped else {}, {0: timers.held()} if timers.held() else {},
+                    clearings)
+
+
+class _KeyTimers:
+    """A bounded OVER's per-key state and event-time timers, as Flink keeps them (_replay_bounded_over)."""
+
+    def __init__(self) -> None:
+        self.watermark = MIN_WATERMARK
+        self.last: dict[tuple[object, ...], int] = {}  # per key, its last triggering time
+        self.cleanup: dict[tuple[object, ...], int] = {}  # per key, its cleanup time (RANGE frames)
+        self.waiting: dict[tuple[object, ...], dict[int, list[int]]] = {}  # per key, time -> offsets kept
+        self.timers: list[tuple[int, int, tuple[object, ...]]] = []  # a heap of (time, order, key)
+        self.scheduled: set[tuple[tuple[object, ...], int]] = set()  # one timer per key and time
+        self.order = itertools.count()  # (ties in time fire in the order they were set)
+        self.dropped: list[int] = []
+        self.clearings: dict[tuple[object, ...], int] = {}  # per key, how many times its state was cleared
+        self.after_clearing: dict[int, int] = {}  # offset kept after its key's state was cleared -> how often
+
+    def arrive(self, at: int, key: tuple[object, ...], moment: int, span: int | None) -> None:
+        if moment <= self.last.get(key, MIN_WATERMARK):
+            self.dropped.append(at)
+            return
+        self.waiting.setdefault(key, {}).setdefault(moment, []).append(at)
+        if self.clearings.get(key):
+            self.after_clearing[at] = self.clearings[key]
+        self._schedule(key, moment)
+        if span is not None and (key not in self.cleanup or self.cleanup[key] < moment + span + 1):
+            self.cleanup[key] = moment + span * 3 // 2 + 1
+            self._schedule(key, self.cleanup[key])
+
+    def advance(self, watermark: int) -> None:
+        """The watermark rises to `watermark` (if higher): every timer at or before it fires, in time order."""
+        if watermark <= self.watermark:
+            return
+        self.watermark = watermark
+        while self.timers and self.timers[0][0] <= watermark:
+            moment, _order, key = heapq.heappop(self.timers)
+            self.scheduled.discard((key, moment))
+            if self.cleanup.get(key, moment + 1) <= moment:  # the key's state cleared
+                del self.cleanup[key]
+                self.last.pop(key, None)
+                self.clearings[key] = self.clearings.get(key, 0) + 1
+                self.dropped.extend(at for ats in self.waiting.pop(key, {}).values() for at in ats)
+                continue
+            self.waiting.get(key, {}).pop(moment, None)  # emitted
+            self.last[key] = moment
+
+    def held(self) -> list[int]:
+        """Offsets kept but not emitted though the watermark passed them: they fire at its next rise."""
+        return sorted(at for times in self.waiting.values() for moment, ats in times.items()
+                      if moment <= self.watermark for at in ats)
+
+    def _schedule(self, key: tuple[object, ...], moment: int) -> None:
+        if (key, moment) not in self.scheduled:
+            self.scheduled.add((key, moment))
+            heapq.heappush(self.timers, (moment, next(self.order), key))

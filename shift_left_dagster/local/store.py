@@ -111,6 +111,9 @@ class SourceProgress(BaseModel):
     watermark: int | None = None  # the source's watermark after the last run that read it (event_time.py)
     # per scan of an event-time operator (late_rows.py), the offsets of the late rows it dropped, by partition
     dropped: dict[str, dict[int, list[int]]] = Field(default_factory=dict)
+    # per scan of a RANGE-bounded OVER (late_rows.py), the rows kept after their key's state was cleared:
+    # how many times it was -> partition -> offsets
+    clearings: dict[str, dict[int, dict[int, list[int]]]] = Field(default_factory=dict)
 
 
 class AggregateState(BaseModel):

@@ -26,7 +26,7 @@ from shift_left_dagster.local.catalog import (
 )
 from shift_left_dagster.local.storage import TableLogs
 from shift_left_dagster.local.types import spark_type_of
-from shift_left_dagster.translation.spark import ARRIVAL, HIDDEN, VALID_FROM, VALID_TO, translate_expression
+from shift_left_dagster.translation.spark import ARRIVAL, CLEARINGS, HIDDEN, VALID_FROM, VALID_TO, translate_expression
 
 Ranges = dict[int, tuple[int, int]]
 _TIMES = (T.TimestampType, T.TimestampNTZType)
@@ -98,12 +98,14 @@ class TableViews:
                           *[hidden[system].alias(name) for name, system in HIDDEN.items()])
 
     def state(self, table: TableDef, ranges: Ranges | None = None, producer: str | None = None,
-              skip: Mapping[int, list[int]] | None = None, arrival: int = 0) -> DataFrame:
+              skip: Mapping[int, list[int]] | None = None, arrival: int = 0,
+              clearings: Mapping[int, Mapping[int, list[int]]] | None = None) -> DataFrame:
         """The table as it stands: the latest row per primary key for an upsert table (deletes
         removed; its records as they are when they hold each key once and delete nothing), else the
         rows inserted and not retracted; without the records at `skip` (partition -> offsets: the late
         rows an event-time operator dropped, late_rows.py). `arrival` 1 (or -1) adds each row's offset
-        (negated) as ARRIVAL, for a query that orders by arrival."""
+        (negated) as ARRIVAL, for a query that orders by arrival; `clearings` (how many times a key's state
+        was cleared -> partition -> offsets kept after) adds that number as CLEARINGS (0 elsewhere)."""
         records = self.logs.read(table, ranges, producer)
         if skip:
             records = records.where(~at_offsets(skip))
@@ -118,6 +120,9 @@ class TableViews:
             records = self._cancel_retractions(table, records)
         # else every record is +I or +U: the table is its records, $op unread
         ordered = [(F.col(f"`{OFFSET}`") * arrival).alias(ARRIVAL)] if arrival else []
+        if clearings is not None:
+            count = reduce(lambda chain, case: chain.when(at_offsets(case[1]), case[0]), clearings.items(), F)
+            ordered.append((count.otherwise(0) if clearings else F.lit(0)).alias(CLEARINGS))
         return records.select(*self._visible(table), *ordered)
 
     def versions(self, table: TableDef, ranges: Ranges | None = None,

@@ -30,7 +30,7 @@ from shift_left_dagster.translation.functions import (
     translate_typed,
 )
 from shift_left_dagster.translation.interval_join import INTERVAL_TIME, hold_unmatched_rows
-from shift_left_dagster.translation.intervals import interval_unit
+from shift_left_dagster.translation.intervals import interval_ms, interval_unit
 
 # Hidden columns a stateless (incremental) query carries from each input record to its output row.
 HIDDEN_OP, HIDDEN_ROWTIME, HIDDEN_SEQ = "__sl_op", "__sl_rowtime", "__sl_seq"
@@ -39,6 +39,9 @@ HIDDEN = {HIDDEN_OP: OP, HIDDEN_ROWTIME: ROWTIME, HIDDEN_SEQ: OFFSET}
 VALID_FROM, VALID_TO = "__sl_valid_from", "__sl_valid_to"
 # A table's arrival position (its record offset) where a result depends on arrival order (Scan.arrival).
 ARRIVAL = "__sl_arrival"
+# A RANGE-bounded OVER's key state as Flink kept it: the times the key's state was cleared before the row
+# came (0: never), a column of the OVER's PARTITION BY (late_rows.py replays the clearings)
+CLEARINGS = "__sl_clearings"
 _Node = TypeVar("_Node", bound=exp.Expr)
 
 WINDOW_TVFS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
@@ -65,6 +68,9 @@ class LateRule:
 
     kind: Literal["after", "before", "key"]
     keys: tuple[str, ...] = ()
+    # A RANGE frame's preceding interval (ms): Flink's RowTimeRangeBoundedPrecedingFunction clears a key's
+    # state, its last emitted time with it, once the watermark passes 1.5 intervals after its newest row.
+    range_ms: int | None = None
 
 
 @dataclass
@@ -85,6 +91,7 @@ class Scan:
     # latest tied row wins, so the engine negates the position.
     arrival: bool = False
     arrival_last_by: str | None = None
+    clearings: bool = False  # the view carries CLEARINGS (a RANGE-bounded OVER reads it directly)
     # The time column a LEFT interval join bounds this table by (interval_join.py): when it is the time
     # attribute the query binds INTERVAL_UNTIL to its watermark.
     interval_time: str | None = None
@@ -375,7 +382,7 @@ def _output_names(query: exp.Expr, visible: VisibleColumns) -> list[str]:
 
 # --- event-time operators -------------------------------------------------------------------
 
-_EVENT_TIME, _LATE = "event_time", "late"
+_EVENT_TIME, _LATE, _CLEARINGS = "event_time", "late", "clearings"
 _RANKINGS = (exp.Rank, exp.DenseRank, exp.Ntile, exp.PercentRank, exp.CumeDist)  # Flink's Rank, no event time
 
 
@@ -397,7 +404,7 @@ def _mark_event_time_inputs(tree: exp.Expr, ctes: dict[str, exp.Expr]) -> None:
         elif isinstance(window.this, _RANKINGS):
             continue
         else:
-            late = _over_late_rule(_window_definition(window, select))
+            late = _over_late_rule(_window_definition(window, select), _single_base_table(select, ctes))
         _mark_inputs(select, order.this.name, ctes, probe=False, late=late)
     for join in list(tree.find_all(exp.Join)):
         version = join.this.args.get("version") if isinstance(join.this, exp.Table) else None
@@ -414,15 +421,22 @@ def _window_definition(window: exp.Window, select: exp.Select | None) -> exp.Win
     return window
 
 
-def _over_late_rule(definition: exp.Window) -> LateRule:
+def _over_late_rule(definition: exp.Window, table: exp.Table | None) -> LateRule:
     """Flink's rule for an OVER aggregate ordered by time: unbounded (the default frame) drops rows not
-    after the watermark; bounded (ROWS n / RANGE interval PRECEDING) those not later than their key's last."""
+    after the watermark; bounded (ROWS n / RANGE interval PRECEDING) those not later than their key's last.
+    A RANGE frame over a `table` read directly also partitions by the key's clearings (CLEARINGS), once."""
     spec = definition.args.get("spec")
     if spec is None or str(spec.args.get("start") or "").upper() == "UNBOUNDED":
         return LateRule("after")
-    keys = definition.args.get("partition_by") or []
+    keys = [k for k in definition.args.get("partition_by") or [] if k.name != CLEARINGS]
     plain = all(isinstance(k, exp.Column) for k in keys)
-    return LateRule("key", tuple(k.name for k in keys) if plain else ())
+    span = interval_ms(spec.args.get("start")) if str(spec.args.get("kind") or "").upper() == "RANGE" else None
+    if span is None or table is None:
+        return LateRule("key", tuple(k.name for k in keys) if plain else ())
+    table.meta[_CLEARINGS] = True
+    if len(keys) == len(definition.args.get("partition_by") or []):
+        definition.append("partition_by", exp.column(CLEARINGS, table=table.alias_or_name, quoted=True))
+    return LateRule("key", tuple(k.name for k in keys) if plain else (), span)
 
 
 def _window_order(window: exp.Window, select: exp.Select | None) -> exp.Ordered | None:
@@ -548,6 +562,7 @@ def _replace_tables(tree: exp.Expr, cte_names: set[str]) -> list[Scan]:
         scan = Scan(view=f"sl_{next(_views)}", table=table.copy(), options=options, versioned=version is not None,
                     event_time=table.meta.get(_EVENT_TIME), late=table.meta.get(_LATE),
                     arrival=bool(table.meta.get(_ARRIVAL)), arrival_last_by=table.meta.get(_ARRIVAL_LAST),
+                    clearings=bool(table.meta.get(_CLEARINGS)),
                     interval_time=table.meta.get(INTERVAL_TIME))
         scans.append(scan)
         alias = table.args.get("alias") or exp.TableAlias(this=exp.to_identifier(table.name))

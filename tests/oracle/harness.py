@@ -32,13 +32,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     # joins them. Generated cases are no longer cut where this happens (grammar_time.py, idle_late).
     "join_full_interval_two_runs": "the local service idles every input between runs (the idle timeout taken "
                                    "as elapsed); Flink reading both runs' rows at once never idles",
-    # Flink's RowTimeRangeBoundedPrecedingFunction sets a cleanup timer per key, 1.5 intervals (+1 ms) after
-    # the newest row it kept, and clears the key's state when it fires, its last triggering time with it: a
-    # row older than one the key emitted before is then kept again, and its window counts only rows kept
-    # after the clearing. The local replay (late_rows.py) drops such a row as late. Not fixed yet: a fix
-    # needs both the replay's timers and the key's clearings in the OVER's partitioning (branch `over`).
-    "over_range_cleanup": "Flink clears a RANGE-bounded OVER's key state 1.5 intervals after its newest row "
-                          "(then keeps an older row again); the local engine keeps the key's last time",
 }
 
 
