@@ -230,11 +230,7 @@ def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progres
         if moment is not None:
             timers.arrive(at, key, moment, span)
             timers.advance(moment - delay)
-    clearings: dict[int, dict[int, list[int]]] = {}
-    for at, count in timers.after_clearing.items():
-        clearings.setdefault(count, {}).setdefault(0, []).append(at)
-    return Replayed({0: timers.dropped} if timers.dropped else {}, {0: timers.held()} if timers.held() else {},
-                    clearings)
+    return timers.replayed()
 
 
 class _KeyTimers:
@@ -280,6 +276,14 @@ class _KeyTimers:
                 continue
             self.waiting.get(key, {}).pop(moment, None)  # emitted
             self.last[key] = moment
+
+    def replayed(self) -> Replayed:
+        """What the replay found, in the one partition it replays."""
+        clearings: dict[int, dict[int, list[int]]] = {}
+        for at, count in self.after_clearing.items():
+            clearings.setdefault(count, {}).setdefault(0, []).append(at)
+        held = self.held()
+        return Replayed({0: self.dropped} if self.dropped else {}, {0: held} if held else {}, clearings)
 
     def held(self) -> list[int]:
         """Offsets kept but not emitted though the watermark passed them: they fire at its next rise."""
