@@ -10,18 +10,23 @@ import itertools
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import requests
 from sqlglot import exp
 
 from shift_left_dagster.confluent.client import ConfluentClient
 from shift_left_dagster.confluent.models import Statement
+from shift_left_dagster.local.catalog import TableDef, TableId
+from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.project.analysis import analyze_ddl
 from shift_left_dagster.project.config import LOCAL_API_KEY, LOCAL_API_SECRET, local_defaults
 from shift_left_dagster.project.graph import ProjectGraph
 from shift_left_dagster.project.inventory import build_inventory
 from shift_left_dagster.project.parsing import parse_statements, split_statements
+
+if TYPE_CHECKING:
+    from shift_left_dagster.local.process import InProcessService
 
 PROJECT = Path(__file__).resolve().parents[2] / "flink_project"
 _names = itertools.count()
@@ -30,6 +35,14 @@ SNAPSHOT = {"sql.snapshot.mode": "now"}  # a SELECT that completes (without it a
 
 def client_for(url: str) -> ConfluentClient:
     return ConfluentClient.from_config(local_defaults(url))
+
+
+def stored_table(service: InProcessService, name: str) -> TableDef:
+    """A table of the local service's catalog, as its engine stores it (for tests that look under the API)."""
+    found = service.engine.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id,
+                                               name=name))
+    assert found is not None, name
+    return found
 
 
 def unique(prefix: str) -> str:

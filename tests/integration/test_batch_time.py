@@ -14,11 +14,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
-from shift_left_dagster.local.catalog import TableDef, TableId
 from shift_left_dagster.local.process import InProcessService
-from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.storage import DRIVER_ROWS
-from tests.integration.support import client_for, quiesce, run, unique
+from tests.integration.support import client_for, quiesce, run, stored_table, unique
 
 pytestmark = [pytest.mark.spark, pytest.mark.service]
 ROWS = DRIVER_ROWS + 20_000  # a run over more than the driver writes: Spark writes its batch
@@ -30,26 +28,19 @@ def service(spark: SparkSession, tmp_path: Path) -> Iterator[InProcessService]:
         yield started
 
 
-def table(service: InProcessService, name: str) -> TableDef:
-    found = service.engine.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id,
-                                               name=name))
-    assert found is not None
-    return found
-
-
 def load(service: InProcessService, spark: SparkSession, start: int, at: datetime) -> None:
     """ROWS records (ids from `start`) straight into `timed_in`'s log as one batch, all at `at`."""
     engine = service.engine
     records = spark.range(start, start + ROWS).select(
         F.col("id"), F.concat(F.lit("n"), F.col("id").cast("string")).alias("name"),
         F.lit(at).alias("$rowtime"), F.lit(0).cast("tinyint").alias("$op"))
-    batch = engine.logs.write(table(service, "timed_in"), records, producer=None)
+    batch = engine.logs.write(stored_table(service, "timed_in"), records, producer=None)
     assert batch is not None and batch.time is not None
     engine.store.append_batches([batch])
 
 
 def times(service: InProcessService, name: str) -> dict[int, datetime]:
-    rows = service.engine.jobs.views.state(table(service, name)).select("id", "`$rowtime`").collect()
+    rows = service.engine.jobs.views.state(stored_table(service, name)).select("id", "`$rowtime`").collect()
     return {r["id"]: r["$rowtime"].replace(tzinfo=UTC) for r in rows}
 
 
@@ -63,7 +54,7 @@ def test_a_stateless_statement_over_a_batch_of_one_time_writes_it_once(service: 
     run(client, unique("copy"), "INSERT INTO timed_out SELECT id, UPPER(name) FROM timed_in WHERE id % 2 = 0",
         "RUNNING")
     quiesce(service.url)
-    sink = table(service, "timed_out")
+    sink = stored_table(service, "timed_out")
     (written,) = service.engine.store.batches(sink.uid)
     assert written.time is not None
     assert all("$rowtime" not in pq.read_schema(service.data_dir / f).names for f in written.files)

@@ -17,12 +17,11 @@ from pyspark.sql import functions as F
 from pyspark.sql.window import Window
 
 from shift_left_dagster.local import jobs, storage
-from shift_left_dagster.local.catalog import INSERT, OP, ROWTIME, TableDef, TableId
+from shift_left_dagster.local.catalog import INSERT, OP, ROWTIME, TableDef
 from shift_left_dagster.local.process import InProcessService
-from shift_left_dagster.local.settings import IDENTITY
 from shift_left_dagster.local.spark import keeps_row_order
 from shift_left_dagster.local.storage import TableLogs
-from tests.integration.support import client_for, quiesce, run, unique
+from tests.integration.support import client_for, quiesce, run, stored_table, unique
 
 pytestmark = [pytest.mark.spark, pytest.mark.service]
 
@@ -34,13 +33,6 @@ def service(spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(jobs, "DRIVER_ROWS", 100)
     with InProcessService(tmp_path / "service", spark_factory=lambda: spark) as started:
         yield started
-
-
-def table(service: InProcessService, name: str) -> TableDef:
-    found = service.engine.store.table(TableId(catalog=IDENTITY.environment_id, database=IDENTITY.cluster_id,
-                                               name=name))
-    assert found is not None
-    return found
 
 
 def load(service: InProcessService, source: TableDef, *ranges: tuple[int, int],
@@ -98,7 +90,7 @@ def started(service: InProcessService) -> tuple[TableDef, TableDef, list[bool]]:
     service.engine.logs.write = spied.__get__(service.engine.logs)  # type: ignore[method-assign]
     run(client, unique("dml"), f"INSERT INTO {sink} SELECT id, UPPER(tag) FROM {source} WHERE id % 7 <> 3",
         "RUNNING")
-    return table(service, source), table(service, sink), flags
+    return stored_table(service, source), stored_table(service, sink), flags
 
 
 def kept(first: int, count: int) -> set[int]:
