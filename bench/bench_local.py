@@ -8,7 +8,7 @@
 2. Throughput over 1 M input rows of a stateless statement (filter +
    projection) and a stateful one (join + aggregate), each next to the bare
    Spark query over the same parquet files in the same run, as ratios of
-   --pairs alternating pairs (median and worst; bench/figures.py).
+   --pairs pairs after a warm-up pair, which side first alternating (median and worst; bench/figures.py).
 3. History: three new rows through a running GROUP BY aggregate into its upsert sink, over
    100 k and then 4 M rows of history: the median time until they are in the sink, and the ratio.
 4. Table logs stay compacted: 1000 ticks of one record appended to a source
@@ -20,7 +20,7 @@ With --profile: where the time of the sample project and of the stateful run goe
 (bench/profile_local.py). With --parts, only those figures (e.g. `--parts sample-warm`: the warm
 sample alone, to compare two commits in alternating processes).
 
-Run: python bench/bench_local.py [--rows 1000000] [--pairs 5] [--tries 5] [--ticks 1000] [--profile]
+Run: python bench/bench_local.py [--rows 1000000] [--pairs 7] [--tries 5] [--ticks 1000] [--profile]
      [--parts sample-fresh sample-warm throughput history ticks]
 """
 
@@ -148,7 +148,8 @@ def history(service: InProcessService, client, sizes: tuple[int, ...] = (100_000
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--pairs", type=int, default=5, help="alternating (ours, bare Spark) pairs per ratio")
+    parser.add_argument("--pairs", type=int, default=7,
+                        help="pairs of (ours, bare Spark) per ratio, after a warm-up pair")
     parser.add_argument("--tries", type=int, default=5, help="timings of the sample project per figure")
     parser.add_argument("--ticks", type=int, default=1000)
     parser.add_argument("--profile", action="store_true", help="where the time goes instead (profile_local.py)")
