@@ -86,7 +86,7 @@ from shift_left_dagster.local.literal_rows import LiteralRows, literal_rows
 from shift_left_dagster.local.offsets import ScanError, ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
 from shift_left_dagster.local.sink_types import sink_type_mismatch
-from shift_left_dagster.local.spark import keeps_row_order
+from shift_left_dagster.local.spark import in_row_order
 from shift_left_dagster.local.storage import DRIVER_ROWS, TableLogs
 from shift_left_dagster.local.store import AggregateState, Batch, RunState, SourceProgress, Store
 from shift_left_dagster.local.types import decode_wire, flink_type_name, parse_type, spark_type_of, wire_column
@@ -477,9 +477,10 @@ class Jobs:
                 sink, incremental=sink.incremental)
             small = self._reads_few(job, sink.query, state, upper, incremental=sink.incremental)
             if sink.incremental:  # source order kept (Flink keeps each partition's order)
-                ordered = not small and self._in_log_order(job, sink.query, state, upper, records)
-                batch = self.logs.write(sink.table, records, job.name, order_by=[LOG_ORDER], ordered=ordered,
-                                        small_input=small, collect=small, scanless=False)
+                in_order = None if small else self._in_log_order(job, sink.query, state, upper, records)
+                batch = self.logs.write(sink.table, records if in_order is None else in_order, job.name,
+                                        order_by=[LOG_ORDER], ordered=in_order is not None, small_input=small,
+                                        collect=small, scanless=False)
             elif sink.windowed:  # the windows this run fired: append-only
                 batch = self.logs.write(sink.table, records, job.name, small_input=small, collect=True,
                                         scanless=not sink.query.scans)
@@ -576,16 +577,16 @@ class Jobs:
         return total <= DRIVER_ROWS
 
     def _in_log_order(self, job: Job, query: SparkQuery, state: RunState, upper: dict[str, dict[int, int]],
-                      records: DataFrame) -> bool:
-        """Whether an incremental run's records come out in their sources' log order: Spark computes them
-        row by row from its scans, and each source partition's new records are one file that one task
-        reads whole (storage.py)."""
+                      records: DataFrame) -> DataFrame | None:
+        """An incremental run's records over their optimized plan when they come out in their sources' log
+        order: Spark computes them row by row from its scans, and each source partition's new records
+        are one file that one task reads whole (storage.py); None when they may not."""
         for scan in query.scans:
             table = job.sources[scan.view]
             progress = next(p for p in state.sources.values() if p.table_uid == table.uid)
             if not self.logs.read_whole(table, _ranges(progress, upper[table.uid], incremental=True)):
-                return False
-        return keeps_row_order(records)
+                return None
+        return in_row_order(records)
 
     @staticmethod
     def _behind(state: RunState, uid: str, ends: dict[int, int]) -> bool:

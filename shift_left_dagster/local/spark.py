@@ -149,16 +149,29 @@ def keeps_row_order(frame: DataFrame) -> bool:
     """Whether Spark computes `frame` row by row from its scans, in each scan's order: its optimized
     plan only scans, filters, projects, unnests and unions (no shuffle, sort, join or window). False
     when it can not tell (a Spark Connect session)."""
+    return in_row_order(frame) is not None
+
+
+def in_row_order(frame: DataFrame) -> DataFrame | None:
+    """`frame` over its optimized plan when Spark computes it row by row from its scans, in each scan's
+    order (see keeps_row_order); None when it does not, or can not tell. Whatever is built on the result
+    (the batch's placing, its write) is analysed and optimized over that flat plan instead of the query
+    over its views again: ~15 ms less per run of a stateless statement. A plan of only those operators
+    optimizes to itself."""
     try:
         plan = frame._jdf.queryExecution().optimizedPlan()
     except AttributeError:
-        return False
+        return None
 
     def keeps(node: Any) -> bool:
         children = node.children()
         return node.nodeName() in _ORDER_KEEPING and all(keeps(children.apply(i)) for i in range(children.size()))
 
-    return bool(keeps(plan))
+    if not keeps(plan):
+        return None
+    session = frame.sparkSession
+    assert session._jvm is not None
+    return DataFrame(session._jvm.org.apache.spark.sql.classic.Dataset.ofRows(session._jsparkSession, plan), session)
 
 
 def is_local_relation(frame: DataFrame) -> bool:

@@ -36,6 +36,7 @@ from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from functools import reduce
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -55,9 +56,14 @@ from shift_left_dagster.local.store import BASE, Batch, Store, batch_time
 ROW_INDEX = "_tmp_metadata_row_index"
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _KEY_CHECKS_KEPT = 1024  # one_row_per_key answers kept (a set of files each)
-_OP_CHECKS_KEPT = 100_000  # files whose footer said whether they hold `$op`
+_FOOTERS_KEPT = 100_000  # files whose footer's facts are kept (a file never changes)
 _READS_KEPT = 256  # DataFrames over a set of files kept for the next read of the same files
 DRIVER_ROWS = 100_000  # at most this many records: a batch the driver writes, a run without code generation
+
+
+class _Footer(NamedTuple):
+    has_op: bool  # the file has an `$op` column (one without holds +I records only)
+    row_groups: int
 
 
 class NotNullViolation(ValueError):
@@ -70,7 +76,7 @@ class TableLogs:
         self.spark = spark
         self.store = store
         self._unique_keys: dict[frozenset[str], bool] = {}  # files -> one_row_per_key's answer
-        self._with_op: dict[str, bool] = {}  # file -> whether it has an `$op` column (a file never changes)
+        self._footers: dict[str, _Footer] = {}  # file -> what its footer says (a file never changes)
         self._reads: dict[tuple[str, ...], DataFrame] = {}  # read's key (files, schema, filter) -> its DataFrame
         root.mkdir(parents=True, exist_ok=True)
 
@@ -263,13 +269,19 @@ class TableLogs:
         self._reads[key] = frame
         return frame
 
+    def _footer(self, file: str) -> _Footer:
+        """What a batch file's footer says, read once."""
+        if file not in self._footers:
+            if len(self._footers) >= _FOOTERS_KEPT:
+                self._footers.clear()
+            metadata = pq.read_metadata(self.root.parent / file)
+            self._footers[file] = _Footer(has_op=OP in metadata.schema.to_arrow_schema().names,
+                                          row_groups=metadata.num_row_groups)
+        return self._footers[file]
+
     def _has_op(self, file: str) -> bool:
-        """Whether a batch file has an `$op` column (one without holds +I records only), from its footer."""
-        if file not in self._with_op:
-            if len(self._with_op) >= _OP_CHECKS_KEPT:
-                self._with_op.clear()
-            self._with_op[file] = OP in pq.read_schema(self.root.parent / file).names
-        return self._with_op[file]
+        """Whether a batch file has an `$op` column (one without holds +I records only)."""
+        return self._footer(file).has_op
 
     def read_whole(self, table: TableDef, ranges: dict[int, tuple[int, int]]) -> bool:
         """Whether `read` takes each partition's records in the ranges from one file of one row group:
@@ -277,7 +289,7 @@ class TableLogs:
         selected, _exact = self._selected(table, ranges)
         per_partition = [p for p, _file in selected]
         return len(per_partition) == len(set(per_partition)) and all(
-            pq.read_metadata(self.root.parent / f).num_row_groups == 1 for f in selected.values())
+            self._footer(f).row_groups == 1 for f in selected.values())
 
     def highest_times(self, table: TableDef, column: str,
                       ranges: dict[int, tuple[int, int]]) -> dict[int, int | None] | None:

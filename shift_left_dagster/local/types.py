@@ -7,6 +7,7 @@ Spark TIMESTAMP. The session zone is UTC, so the two agree on wall clocks.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from pyspark.sql import Column
@@ -76,7 +77,10 @@ def spark_type(data_type: exp.DataType) -> T.DataType:
     raise UnsupportedType(f"type {data_type.sql(dialect=FLINK)} is not supported by the local service")
 
 
+@lru_cache(maxsize=4096)
 def spark_type_of(flink_type: str) -> T.DataType:
+    """The Spark type of a Flink type's text (kept per text: every statement's compile, views and shaping
+    ask for their columns' types again; a column's type text is one of few)."""
     return spark_type(parse_type(flink_type))
 
 
