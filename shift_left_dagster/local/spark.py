@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
 from pyspark import SparkContext
@@ -170,8 +171,14 @@ def in_row_order(frame: DataFrame) -> DataFrame | None:
     if not keeps(plan):
         return None
     session = frame.sparkSession
+    return DataFrame(_datasets(session).ofRows(session._jsparkSession, plan), session)
+
+
+@cache
+def _datasets(session: SparkSession) -> Any:
+    """Spark's Dataset class in the session's JVM (looked up once: each package on its path is a round trip)."""
     assert session._jvm is not None
-    return DataFrame(session._jvm.org.apache.spark.sql.classic.Dataset.ofRows(session._jsparkSession, plan), session)
+    return session._jvm.org.apache.spark.sql.classic.Dataset
 
 
 def is_local_relation(frame: DataFrame) -> bool:

@@ -36,7 +36,7 @@ from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 from functools import reduce
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -458,24 +458,34 @@ def shared_time(records: DataFrame) -> int | None:
 
 def _folded(records: DataFrame, column: str) -> object:
     """The constant Spark's optimizer makes the records' `column` (its internal value), else None; None
-    too when it can not tell (a Spark Connect session). Read from the records' own optimized plan when it
-    ends in a projection (Spark keeps it: a stateless run's log-order check optimized it already), else
-    from the plan of that column alone."""
+    too when it can not tell (a Spark Connect session). Read from the records' analyzed plan when it is
+    constant there already (records over an optimized plan: spark.in_row_order), else from their own
+    optimized plan when it ends in a projection (Spark keeps it), else from the plan of that column alone."""
     if column not in records.columns:
         return None
-    try:  # (a projection's list is its output, in order: the column found by its place, not name by name)
-        plan, place = records._jdf.queryExecution().optimizedPlan(), records.columns.index(column)
+    place = records.columns.index(column)  # (a projection's list is its output, in order: found by place)
+    try:
+        execution = records._jdf.queryExecution()
+        value = _projected(execution.analyzed(), place, column)
+        if value is not None and value.foldable():
+            return value.eval(None)
+        plan = execution.optimizedPlan()
         if plan.nodeName() != "Project":
             plan, place = records.select(F.col(f"`{column}`"))._jdf.queryExecution().optimizedPlan(), 0
     except AttributeError:
         return None
+    value = _projected(plan, place, column)
+    return value.eval(None) if value is not None and value.foldable() else None
+
+
+def _projected(plan: Any, place: int, column: str) -> Any:
+    """The expression a plan ending in a projection gives its output column at `place` (named `column`)."""
     if plan.nodeName() != "Project":
         return None
     found = plan.projectList().apply(place)
     if found.name() != column:
         return None
-    value = found.child() if found.nodeName() == "Alias" else found
-    return value.eval(None) if value.foldable() else None
+    return found.child() if found.nodeName() == "Alias" else found
 
 
 def _stored_schema(table: TableDef) -> T.StructType:
