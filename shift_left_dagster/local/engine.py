@@ -235,7 +235,8 @@ class Engine:
             except Exception as error:  # the caller's to report
                 future.set_exception(error)
         changed = bool(calls)
-        for name in self.store.names_in_phase(DELETING):
+        moving = self.store.phases_of(DELETING, STOPPING, PENDING)  # (one query: this runs between statements)
+        for name in [n for n, phase in moving if phase == DELETING]:
             self._jobs.pop(name, None)
             self._idle.pop(name, None)
             self._at_once.pop(name, None)
@@ -244,10 +245,10 @@ class Engine:
             with self._phase_moved:
                 self._phase_moved.notify_all()
             changed = True
-        for name in self.store.names_in_phase(STOPPING):
+        for name in [n for n, phase in moving if phase == STOPPING]:
             self._finish_stop(name)
             changed = True
-        for name in self.store.names_in_phase(PENDING):
+        for name in [n for n, phase in moving if phase == PENDING]:
             if self._finishes_at_once(name):
                 self._start(name)
                 changed = True

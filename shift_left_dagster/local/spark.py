@@ -63,6 +63,8 @@ def _build() -> SparkSession:
         # Table logs are many small batch folders: list them on the driver, never in a job.
         .config("spark.sql.sources.parallelPartitionDiscovery.threshold", "1000000")
         .config("spark.sql.parquet.compression.codec", "snappy")
+        # One file per write task: a batch's partition is one file (storage.py names them by task).
+        .config("spark.sql.files.maxRecordsPerFile", "0")
         # Times as the driver's pyarrow writes them (INT64 microseconds), not the legacy INT96.
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         # Spark's vectorized reader of nested columns fails (ArrayIndexOutOfBoundsException) on a file the

@@ -136,8 +136,8 @@ class TableLogs:
             if time is not None:  # kept once, in the batch's name
                 name = f"{name}-t{time}"
                 temporary = self.root / table.uid / f".tmp-{name}"
-            self._placed(table, records, order_by, ordered, with_op=with_op, with_time=time is None).write.option(
-                "maxRecordsPerFile", 0).parquet(str(temporary))
+            self._placed(table, records, order_by, ordered, with_op=with_op, with_time=time is None).write.parquet(
+                str(temporary))
             files = {int(f.name.split("-")[1]): f for f in temporary.glob("part-*.parquet")}
             written = {p: pq.read_table(f, columns=[OP, *not_null] if with_op else not_null) for p, f in files.items()}
         return self._registered(table, name, files, written, producer)

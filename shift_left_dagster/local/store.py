@@ -227,8 +227,13 @@ class Store:
         return page, None
 
     def names_in_phase(self, *phases: str) -> list[str]:
+        return [name for name, _phase in self.phases_of(*phases)]
+
+    def phases_of(self, *phases: str) -> list[tuple[str, str]]:
+        """(name, phase) of the statements in these phases, oldest first."""
         marks = ",".join("?" * len(phases))
-        return [r[0] for r in self._all(f"SELECT name FROM statements WHERE phase IN ({marks}) ORDER BY seq", *phases)]
+        return [(r[0], r[1]) for r in self._all(
+            f"SELECT name, phase FROM statements WHERE phase IN ({marks}) ORDER BY seq", *phases)]
 
     def update_statement(self, name: str, change: Callable[[dict[str, Any]], None]) -> dict[str, Any] | None:
         """Apply `change` to the stored resource; bump resource_version and updated_at."""
