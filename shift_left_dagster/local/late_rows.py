@@ -144,9 +144,10 @@ def _after_key_last(views: TableViews, table: TableDef, rule: LateRule, progress
     keys = [F.col(f"`{c.name}`") for c in declared if c is not None] if all(declared) else []
     read = {p: (progress.start.get(p, 0), end) for p, (_start, end) in new.items()}
     fresh = in_ranges(dict(new))
-    earlier = F.when(~fresh & (time <= watermark), time)
+    seen = _seen(rule)
+    earlier = F.when(~fresh & seen & (time <= watermark), time)
     rows = views.located(table, read).withColumn(_LAST, F.max(earlier).over(Window.partitionBy(*keys)))
-    return rows.where(fresh & (time <= F.col(_LAST)))
+    return rows.where(fresh & seen & (time <= F.col(_LAST)))
 
 
 def _held_at_watermark(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress,
@@ -222,15 +223,21 @@ def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progres
     keys = [F.col(f"`{c.name}`") for c in declared if c is not None] if all(declared) else []
     time = F.unix_millis(F.col(f"`{scan.event_time}`").cast("timestamp"))
     records = views.located(table, read).select(F.col(f"`{OFFSET}`").alias("o"), F.struct(*keys).alias("k"),
-                                                time.alias("t")).orderBy("o").collect()
+                                                time.alias("t"), _seen(scan.late).alias("seen")).orderBy("o").collect()
     delay, span = watermark_spec(table).delay_ms, scan.late.range_ms
     timers = _KeyTimers()
     for record in records:
         at, key, moment = int(record["o"]), tuple(record["k"]), record["t"]
         if moment is not None:
-            timers.arrive(at, key, moment, span)
+            if record["seen"]:  # (a row the OVER's WHERE filters out moves the watermark only)
+                timers.arrive(at, key, moment, span)
             timers.advance(moment - delay)
     return timers.replayed()
+
+
+def _seen(rule: LateRule) -> Column:
+    """Whether the OVER sees a row of its table: its WHERE (and those it reads the table through) keeps it."""
+    return F.lit(True) if rule.where is None else F.coalesce(F.expr(rule.where), F.lit(False))
 
 
 class _KeyTimers:

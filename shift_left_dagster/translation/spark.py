@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypeVar
 
 import sqlglot
@@ -71,6 +71,10 @@ class LateRule:
     # A RANGE frame's preceding interval (ms): Flink's RowTimeRangeBoundedPrecedingFunction clears a key's
     # state, its last emitted time with it, once the watermark passes 1.5 intervals after its newest row.
     range_ms: int | None = None
+    # The rows of the table the OVER sees (Spark SQL over its columns): the WHERE of the OVER's SELECT and of
+    # the derived tables and CTEs it reads the table through. Only they move a key's state; every row
+    # moves the watermark (Flink's comes from the source, before any filter).
+    where: str | None = None
 
 
 @dataclass
@@ -132,6 +136,11 @@ def translate_query(query: exp.Expr, columns_of: ColumnsOf, *, incremental: bool
     scans = _replace_tables(tree, set(ctes))
     _type_row_branches(tree)
     tree = rewrite_bottom_up(tree, precisions or {})
+    filters = _over_filters(tree)
+    for scan in scans:
+        rule = scan.table.meta.get(_OVER_FILTERS)
+        if scan.late is not None and rule in filters:
+            scan.late = replace(scan.late, where=filters[rule])
     if incremental:
         _add_hidden_columns(tree, ctes={cte.alias_or_name: cte.this for cte in tree.find_all(exp.CTE)})
     return SparkQuery(sql=spark_sql(tree), scans=scans, notes=notes)
@@ -382,7 +391,8 @@ def _output_names(query: exp.Expr, visible: VisibleColumns) -> list[str]:
 
 # --- event-time operators -------------------------------------------------------------------
 
-_EVENT_TIME, _LATE, _CLEARINGS = "event_time", "late", "clearings"
+_EVENT_TIME, _LATE, _CLEARINGS, _OVER_FILTERS = "event_time", "late", "clearings", "over_filters"
+_rules = itertools.count()  # a bounded OVER's number, naming the WHEREs that decide its rows (_over_filters)
 _RANKINGS = (exp.Rank, exp.DenseRank, exp.Ntile, exp.PercentRank, exp.CumeDist)  # Flink's Rank, no event time
 
 
@@ -404,7 +414,7 @@ def _mark_event_time_inputs(tree: exp.Expr, ctes: dict[str, exp.Expr]) -> None:
         elif isinstance(window.this, _RANKINGS):
             continue
         else:
-            late = _over_late_rule(_window_definition(window, select), _single_base_table(select, ctes))
+            late = _over_late_rule(_window_definition(window, select), select, order.this.name, ctes)
         _mark_inputs(select, order.this.name, ctes, probe=False, late=late)
     for join in list(tree.find_all(exp.Join)):
         version = join.this.args.get("version") if isinstance(join.this, exp.Table) else None
@@ -421,22 +431,99 @@ def _window_definition(window: exp.Window, select: exp.Select | None) -> exp.Win
     return window
 
 
-def _over_late_rule(definition: exp.Window, table: exp.Table | None) -> LateRule:
+def _over_late_rule(definition: exp.Window, select: exp.Select, time: str, ctes: dict[str, exp.Expr]) -> LateRule:
     """Flink's rule for an OVER aggregate ordered by time: unbounded (the default frame) drops rows not
     after the watermark; bounded (ROWS n / RANGE interval PRECEDING) those not later than their key's last.
-    A RANGE frame over a `table` read directly also partitions by the key's clearings (CLEARINGS), once."""
+    Where the OVER reads one table only filtered and projected (_plain_input), the rule knows which rows
+    the OVER sees (their WHERE, replayed by late_rows.py), and a RANGE frame also partitions by the key's
+    clearings (CLEARINGS, carried up from the table's view), once."""
     spec = definition.args.get("spec")
     if spec is None or str(spec.args.get("start") or "").upper() == "UNBOUNDED":
         return LateRule("after")
     keys = [k for k in definition.args.get("partition_by") or [] if k.name != CLEARINGS]
     plain = all(isinstance(k, exp.Column) for k in keys)
+    names = tuple(k.name for k in keys) if plain else ()
     span = interval_ms(spec.args.get("start")) if str(spec.args.get("kind") or "").upper() == "RANGE" else None
-    if span is None or table is None:
-        return LateRule("key", tuple(k.name for k in keys) if plain else ())
+    found = _plain_input(select, ctes, {time, *names}) if plain else None
+    if found is None:
+        return LateRule("key", names)
+    table, chain = found
+    rule = next(_rules)
+    for filtering in [select, *chain]:
+        if filtering.args.get("where") is not None:
+            filtering.meta.setdefault(_OVER_FILTERS, set()).add(rule)
+    table.meta[_OVER_FILTERS] = rule
+    if span is None:
+        return LateRule("key", names)
     table.meta[_CLEARINGS] = True
     if len(keys) == len(definition.args.get("partition_by") or []):
-        definition.append("partition_by", exp.column(CLEARINGS, table=table.alias_or_name, quoted=True))
-    return LateRule("key", tuple(k.name for k in keys) if plain else (), span)
+        for inner in reversed(chain):  # each derived table or CTE passes its input's CLEARINGS on
+            if CLEARINGS not in inner.named_selects:
+                source = inner.args["from_"].this.alias_or_name
+                inner.append("expressions", exp.alias_(exp.column(CLEARINGS, table=source, quoted=True), CLEARINGS,
+                                                       quoted=True))
+        source = select.args["from_"].this.alias_or_name
+        definition.append("partition_by", exp.column(CLEARINGS, table=source, quoted=True))
+    return LateRule("key", names, span)
+
+
+def _plain_input(select: exp.Select, ctes: dict[str, exp.Expr],
+                 passed: set[str]) -> tuple[exp.Table, list[exp.Select]] | None:
+    """The base table a SELECT reads alone, directly or through derived tables and CTEs that only filter
+    and project it (no join, aggregation, DISTINCT, OVER, LIMIT or set operation), each passing on by name
+    the `passed` columns and those its outer WHEREs read; with those SELECTs, outermost first. None when
+    the SELECT reads anything else."""
+    chain: list[exp.Select] = []
+    current = select
+    needed = set(passed)
+    while True:
+        where = current.args.get("where")
+        if where is not None and where.find(exp.Select):
+            return None  # (a subquery's rows are not the table's)
+        needed |= _where_columns(current)
+        from_ = current.args.get("from_")
+        if from_ is None or current.args.get("joins") or current.args.get("laterals"):
+            return None
+        relation = from_.this
+        if isinstance(relation, exp.Table) and isinstance(relation.this, exp.Identifier) and \
+                relation.args.get("version") is None and (relation.args.get("db") or relation.name not in ctes):
+            return relation, chain
+        inner = ctes.get(relation.name) if isinstance(relation, exp.Table) and not relation.args.get("db") else \
+            relation.this if isinstance(relation, exp.Subquery) else None
+        if not isinstance(inner, exp.Select) or not _filters_and_projects(inner, needed):
+            return None
+        chain.append(inner)
+        current = inner
+
+
+def _filters_and_projects(select: exp.Select, passed: set[str]) -> bool:
+    """A SELECT that only filters and projects its one input, passing the `passed` columns on by name."""
+    if any(select.args.get(arg) for arg in ("group", "having", "distinct", "limit", "offset", "qualify", "windows")):
+        return False
+    if any(node for projection in select.expressions for node in projection.find_all(exp.Window, exp.AggFunc)):
+        return False
+    through = {p.name for p in select.expressions if isinstance(p, exp.Column)} | {
+        p.alias for p in select.expressions if isinstance(p, exp.Alias) and isinstance(p.this, exp.Column)
+        and p.this.name == p.alias}
+    return passed <= through
+
+
+def _where_columns(select: exp.Select) -> set[str]:
+    where = select.args.get("where")
+    return {c.name for c in where.find_all(exp.Column)} if where is not None else set()
+
+
+def _over_filters(tree: exp.Expr) -> dict[int, str]:
+    """Per bounded OVER (its rule's number), the WHERE conditions deciding the rows it sees, as Spark SQL
+    over its table's columns (read after the translation rewrote them)."""
+    conditions: dict[int, list[str]] = {}
+    for select in tree.find_all(exp.Select):
+        for rule in select.meta.get(_OVER_FILTERS, ()):
+            condition = select.args["where"].this.copy()
+            for column in condition.find_all(exp.Column):
+                column.set("table", None)
+            conditions.setdefault(rule, []).append(f"({spark_sql(condition)})")
+    return {rule: " AND ".join(found) for rule, found in conditions.items()}
 
 
 def _window_order(window: exp.Window, select: exp.Select | None) -> exp.Ordered | None:

@@ -81,11 +81,25 @@ def over_cases(draw: st.DrawFn, name: str) -> Generated:
         ("RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", "unbounded"),
         ("ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", "rows_1"),
         ("RANGE BETWEEN INTERVAL '10' MINUTE PRECEDING AND CURRENT ROW", "range_10m")]))
-    dml = (f"INSERT INTO {name}_sink SELECT k, c0, SUM(c0) OVER w AS total, COUNT(*) OVER w AS n FROM {table.name} "
-           f"WINDOW w AS (PARTITION BY k ORDER BY {table.time_column} {frame})")
+    source, shape = _over_input(draw, table.name, table.time_column)
+    dml = (f"INSERT INTO {name}_sink {source[0]}SELECT k, c0, SUM(c0) OVER w AS total, COUNT(*) OVER w AS n "
+           f"FROM {source[1]} WINDOW w AS (PARTITION BY k ORDER BY {table.time_column} {frame})")
     sink = [("k", "STRING"), ("c0", "INT"), ("total", "INT"), ("n", "BIGINT")]
     case = assemble(name, [table], sink, dml, [], "append", {table.name: data}, draw(st.integers(0, len(data))))
-    return Generated(case=case, kind="over", features=[f"over:{feature}", f"time:{table.time}"])
+    return Generated(case=case, kind="over", features=[f"over:{feature}", f"time:{table.time}", f"input:{shape}"])
+
+
+def _over_input(draw: st.DrawFn, table: str, time: str) -> tuple[tuple[str, str], str]:
+    """How the OVER reads its table, as users write it: directly, filtered, or through a CTE or a derived
+    table that projects (and maybe filters) it. ((WITH clause, FROM clause), feature)."""
+    kept = draw(st.sampled_from(["c0 > 0", "c0 IS NOT NULL", "k <> 'k1'", "c0 IS NULL OR c0 < 5"]))
+    projected = f"SELECT k, c0, {time} FROM {table}"
+    return draw(st.sampled_from([
+        (("", table), "direct"),
+        (("", f"{table} WHERE {kept}"), "where"),
+        ((f"WITH kept AS ({projected}) ", "kept"), "cte"),
+        ((f"WITH kept AS ({projected} WHERE {kept}) ", "kept"), "cte_where"),
+        (("", f"({projected} WHERE {kept}) AS d"), "derived_where")]))
 
 
 @st.composite

@@ -45,9 +45,23 @@ def test_event_time_operator_inputs_are_tagged_with_their_time_column(
     ("SELECT k, SUM(v) OVER w FROM t WINDOW w AS (PARTITION BY k, v ORDER BY ts "
      "RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW)", LateRule("key", ("k", "v"), 3_600_000)),
     # a RANGE frame's key state is cleared by Flink's cleanup timer: modelled where the OVER reads its table
-    # directly (the view then carries the clearings the OVER partitions by), not through a CTE
+    # alone, directly or through CTEs and derived tables that filter and project it (the view carries the
+    # clearings, each SELECT on the way passes them on, the OVER partitions by them); the WHEREs on the way
+    # decide which rows move a key's state
     ("WITH c AS (SELECT * FROM t) SELECT k, SUM(v) OVER (PARTITION BY k ORDER BY ts "
+     "RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) FROM c", LateRule("key", ("k",), 3_600_000)),
+    ("SELECT k, SUM(v) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) "
+     "FROM (SELECT k, v, ts FROM t WHERE v > 0) AS d WHERE k <> 'x'",
+     LateRule("key", ("k",), 3_600_000, "(`k` <> 'x') AND (`v` > 0)")),
+    ("SELECT k, COUNT(*) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t "
+     "WHERE v IS NOT NULL", LateRule("key", ("k",), None, "(NOT `v` IS NULL)")),
+    # not plain on the way (an aggregation, a renamed key, a subquery in the WHERE): the rule by key names alone
+    ("WITH c AS (SELECT k, ts, COUNT(*) AS v FROM t GROUP BY k, ts) SELECT k, SUM(v) OVER (PARTITION BY k "
+     "ORDER BY ts RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) FROM c", LateRule("key", ("k",))),
+    ("WITH c AS (SELECT v AS k, ts FROM t) SELECT k, COUNT(*) OVER (PARTITION BY k ORDER BY ts "
      "RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT ROW) FROM c", LateRule("key", ("k",))),
+    ("SELECT k, COUNT(*) OVER (PARTITION BY k ORDER BY ts RANGE BETWEEN INTERVAL '1' HOUR PRECEDING AND CURRENT "
+     "ROW) FROM t WHERE k IN (SELECT k FROM t)", LateRule("key", ("k",))),
     ("SELECT k, COUNT(*) OVER (PARTITION BY k ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t",
      LateRule("key", ("k",))),
     ("SELECT k, COUNT(*) OVER (PARTITION BY UPPER(k) ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t",
