@@ -139,7 +139,7 @@ class TableLogs:
             self._placed(table, records, order_by, ordered, with_op=with_op, with_time=time is None).write.parquet(
                 str(temporary))
             files = {int(f.name.split("-")[1]): f for f in temporary.glob("part-*.parquet")}
-            written = {p: pq.read_table(f, columns=[OP, *not_null] if with_op else not_null) for p, f in files.items()}
+            written = {p: _read(f, [OP, *not_null] if with_op else not_null) for p, f in files.items()}
         return self._registered(table, name, files, written, producer)
 
     def write_rows(self, table: TableDef, rows: pa.Table, producer: str | None) -> Batch | None:
@@ -337,7 +337,7 @@ class TableLogs:
             return False
         if files not in self._unique_keys:
             retracting = any(b.retractions and files.intersection(b.files) for b in self.store.batches(table.uid))
-            keys = [pq.read_table(self.root.parent / f, columns=table.primary_key) for f in sorted(files)]
+            keys = [_read(self.root.parent / f, table.primary_key) for f in sorted(files)]
             rows = sum(k.num_rows for k in keys)
             distinct = pa.concat_tables(keys, promote_options="permissive").group_by(table.primary_key).aggregate(
                 []).num_rows
@@ -370,7 +370,7 @@ class TableLogs:
         parts: dict[int, list[pa.Table]] = {}
         for batch in batches:
             for partition, file in zip(batch.ranges, batch.files, strict=True):
-                parts.setdefault(partition, []).append(_with_time(pq.read_table(self.root.parent / file), batch.time))
+                parts.setdefault(partition, []).append(_with_time(_read(self.root.parent / file), batch.time))
         for partition, tables in parts.items():  # a file without `$op` beside one with it: its +I spelled out
             if any(OP in t.column_names for t in tables):
                 parts[partition] = [t if OP in t.column_names else t.append_column(
@@ -486,6 +486,12 @@ def _projected(plan: Any, place: int, column: str) -> Any:
     if found.name() != column:
         return None
     return found.child() if found.nodeName() == "Alias" else found
+
+
+def _read(file: Path, columns: Sequence[str] | None = None) -> pa.Table:
+    """A batch file's records (only `columns`: none still counts its rows), read as one file: ~0.05 ms
+    where pq.read_table's dataset discovery takes ~0.5-1 ms."""
+    return pq.ParquetFile(file).read(columns=columns)
 
 
 def _stored_schema(table: TableDef) -> T.StructType:
