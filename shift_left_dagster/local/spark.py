@@ -148,18 +148,12 @@ def integer_rows(spark: SparkSession, rows: Sequence[tuple[int, ...]], columns: 
 _ORDER_KEEPING = {"Project", "Filter", "Generate", "Union", "LogicalRelation", "LocalRelation", "Range"}
 
 
-def keeps_row_order(frame: DataFrame) -> bool:
-    """Whether Spark computes `frame` row by row from its scans, in each scan's order: its optimized
-    plan only scans, filters, projects, unnests and unions (no shuffle, sort, join or window). False
-    when it can not tell (a Spark Connect session)."""
-    return in_row_order(frame) is not None
-
-
 def in_row_order(frame: DataFrame) -> DataFrame | None:
     """`frame` over its optimized plan when Spark computes it row by row from its scans, in each scan's
-    order (see keeps_row_order); None when it does not, or can not tell. Whatever is built on the result
-    (the batch's placing, its write) is analysed and optimized over that flat plan instead of the query
-    over its views again: ~15 ms less per run of a stateless statement. A plan of only those operators
+    order: that plan only scans, filters, projects, unnests and unions (no shuffle, sort, join or window);
+    None when it does not, or can not tell (a Spark Connect session). Whatever is built on the result (the
+    batch's placing, its write) is analysed and optimized over that flat plan instead of the query over
+    its views again: ~15 ms less per run of a stateless statement. A plan of only those operators
     optimizes to itself."""
     try:
         plan = frame._jdf.queryExecution().optimizedPlan()
