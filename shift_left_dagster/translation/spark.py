@@ -457,14 +457,18 @@ def _over_late_rule(definition: exp.Window, select: exp.Select, time: str, ctes:
         return LateRule("key", names)
     table.meta[_CLEARINGS] = True
     if len(keys) == len(definition.args.get("partition_by") or []):
-        for inner in reversed(chain):  # each derived table or CTE passes its input's CLEARINGS on
-            if CLEARINGS not in inner.named_selects:
-                source = inner.args["from_"].this.alias_or_name
-                inner.append("expressions", exp.alias_(exp.column(CLEARINGS, table=source, quoted=True), CLEARINGS,
-                                                       quoted=True))
-        source = select.args["from_"].this.alias_or_name
-        definition.append("partition_by", exp.column(CLEARINGS, table=source, quoted=True))
+        definition.append("partition_by", _passed_up(CLEARINGS, select, chain))
     return LateRule("key", names, span)
+
+
+def _passed_up(column: str, select: exp.Select, chain: list[exp.Select]) -> exp.Column:
+    """A hidden column of the table's view (CLEARINGS, ARRIVAL) as `select` reads it: each derived table
+    or CTE of the chain (_plain_input) passes its input's on, once."""
+    for inner in reversed(chain):
+        if column not in inner.named_selects:
+            source = inner.args["from_"].this.alias_or_name
+            inner.append("expressions", exp.alias_(exp.column(column, table=source, quoted=True), column, quoted=True))
+    return exp.column(column, table=select.args["from_"].this.alias_or_name, quoted=True)
 
 
 def _plain_input(select: exp.Select, ctes: dict[str, exp.Expr],
@@ -583,14 +587,16 @@ def _order_by_arrival(tree: exp.Expr, ctes: dict[str, exp.Expr]) -> None:
     keeps the row that came first; keep-last deduplication the one that came last), the rows of an OVER
     with a ROWS frame that tie on its ORDER BY (Flink's operator takes a timestamp's rows as they came; a
     RANGE frame makes them peers) and ARRAY_AGG's elements (appended as they come; an updated row's
-    element retracted and appended again). Only
-    over one base table read directly (its view then carries ARRIVAL); elsewhere the order stays Spark's."""
+    element retracted and appended again). Only over one base table (its view then carries ARRIVAL): an
+    OVER's read directly or through derived tables and CTEs that filter and project it (_plain_input),
+    ARRAY_AGG's directly; elsewhere the order stays Spark's."""
     ordered: set[int] = set()  # the definitions ordered by arrival already (a named WINDOW serves several)
     for window in list(tree.find_all(exp.Window)):
         select = window.find_ancestor(exp.Select)
-        table = _single_base_table(select, ctes)
-        if isinstance(window.this, exp.Identifier) or table is None or select is None:
+        found = _plain_input(select, ctes, set()) if select is not None else None
+        if isinstance(window.this, exp.Identifier) or found is None or select is None:
             continue  # a named WINDOW's definition: ordered through the OVERs that use it
+        table, chain = found
         definition = _window_definition(window, select)
         order = definition.args.get("order")
         if order is None or id(definition) in ordered or not (
@@ -600,14 +606,14 @@ def _order_by_arrival(tree: exp.Expr, ctes: dict[str, exp.Expr]) -> None:
         table.meta[_ARRIVAL] = True
         first = order.expressions[0]
         if isinstance(window.this, exp.RowNumber) and len(order.expressions) == 1 and first.args.get("desc") \
-                and isinstance(first.this, exp.Column) and _kept_at_one(window, select):
+                and isinstance(first.this, exp.Column) and _kept_at_one(window, select) and not chain:
             table.meta[_ARRIVAL_LAST] = first.this.name
-        order.append("expressions", exp.Ordered(this=exp.column(ARRIVAL, table=table.alias_or_name, quoted=True)))
+        order.append("expressions", exp.Ordered(this=_passed_up(ARRIVAL, select, chain)))
     for aggregate in list(tree.find_all(exp.ArrayAgg)):
-        table = _single_base_table(aggregate.find_ancestor(exp.Select), ctes)
-        if table is not None and not isinstance(aggregate.parent, exp.Window):
-            table.meta[_ARRIVAL] = True
-            aggregate.meta[_ARRIVAL_SORTED] = exp.column(ARRIVAL, table=table.alias_or_name, quoted=True)
+        read = _single_base_table(aggregate.find_ancestor(exp.Select), ctes)
+        if read is not None and not isinstance(aggregate.parent, exp.Window):
+            read.meta[_ARRIVAL] = True
+            aggregate.meta[_ARRIVAL_SORTED] = exp.column(ARRIVAL, table=read.alias_or_name, quoted=True)
 
 
 def _rows_frame(definition: exp.Window) -> bool:
