@@ -448,10 +448,12 @@ def _over_late_rule(definition: exp.Window, select: exp.Select, time: str, ctes:
     if found is None:
         return LateRule("key", names)
     table, chain = found
+    wheres = [s for s in [select, *chain] if s.args.get("where") is not None]
+    if any(s.args["where"].find(exp.Select) for s in wheres):  # (a subquery's rows are not the table's)
+        return LateRule("key", names)
     rule = next(_rules)
-    for filtering in [select, *chain]:
-        if filtering.args.get("where") is not None:
-            filtering.meta.setdefault(_OVER_FILTERS, set()).add(rule)
+    for filtering in wheres:
+        filtering.meta.setdefault(_OVER_FILTERS, set()).add(rule)
     table.meta[_OVER_FILTERS] = rule
     if span is None:
         return LateRule("key", names)
@@ -481,9 +483,6 @@ def _plain_input(select: exp.Select, ctes: dict[str, exp.Expr],
     current = select
     needed = set(passed)
     while True:
-        where = current.args.get("where")
-        if where is not None and where.find(exp.Select):
-            return None  # (a subquery's rows are not the table's)
         needed |= _where_columns(current)
         from_ = current.args.get("from_")
         if from_ is None or current.args.get("joins") or current.args.get("laterals"):
@@ -610,7 +609,9 @@ def _order_by_arrival(tree: exp.Expr, ctes: dict[str, exp.Expr]) -> None:
             table.meta[_ARRIVAL_LAST] = first.this.name
         order.append("expressions", exp.Ordered(this=_passed_up(ARRIVAL, select, chain)))
     for aggregate in list(tree.find_all(exp.ArrayAgg)):
-        read = _single_base_table(aggregate.find_ancestor(exp.Select), ctes)
+        outer = aggregate.find_ancestor(exp.Select)
+        found = _plain_input(outer, ctes, set()) if outer is not None else None
+        read = found[0] if found is not None and not found[1] else None  # (read directly only)
         if read is not None and not isinstance(aggregate.parent, exp.Window):
             read.meta[_ARRIVAL] = True
             aggregate.meta[_ARRIVAL_SORTED] = exp.column(ARRIVAL, table=read.alias_or_name, quoted=True)
@@ -620,21 +621,6 @@ def _rows_frame(definition: exp.Window) -> bool:
     """Whether an OVER's frame counts rows (ROWS BETWEEN ...), not peers of equal order (RANGE, the default)."""
     spec = definition.args.get("spec")
     return spec is not None and str(spec.args.get("kind") or "").upper() == "ROWS"
-
-
-def _single_base_table(select: exp.Select | None, ctes: dict[str, exp.Expr]) -> exp.Table | None:
-    """The base table a SELECT reads directly and alone (no join), else None."""
-    from_ = select.args.get("from_") if select is not None else None
-    if from_ is None or select is None or select.args.get("joins") or not isinstance(from_.this, exp.Table):
-        return None
-    table = from_.this
-    if not isinstance(table.this, exp.Identifier) or table.args.get("version") is not None or \
-            (not table.args.get("db") and table.name in ctes):
-        return None
-    return table
-
-
-# --- base tables --------------------------------------------------------------------------
 
 
 def _replace_tables(tree: exp.Expr, cte_names: set[str]) -> list[Scan]:
