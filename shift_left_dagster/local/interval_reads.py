@@ -28,6 +28,7 @@ from shift_left_dagster.local.event_time import MAX_WATERMARK, MIN_WATERMARK
 from shift_left_dagster.local.spark import integer_rows
 from shift_left_dagster.local.store import IntervalRead, RunState
 from shift_left_dagster.local.views import Ranges, TableViews, Validity
+from shift_left_dagster.local.windows import WindowedQuery
 from shift_left_dagster.translation.interval_join import ARRIVAL_MARK, ARRIVAL_RUN
 from shift_left_dagster.translation.spark import VALID_FROM, VALID_TO, SparkQuery
 
@@ -43,8 +44,11 @@ def temporal(query: SparkQuery) -> bool:
 
 
 def recorded(query: SparkQuery) -> bool:
-    """Whether the engine records a query's runs: an outer interval join's or an event-time temporal join's."""
-    return gated(query.sql) or temporal(query)
+    """Whether the engine records a query's runs: an outer interval join's, an event-time temporal join's,
+    or one whose late rows or windows late_rows.py judges record by record (over several partitions it
+    replays the table run by run)."""
+    return gated(query.sql) or temporal(query) or any(s.late is not None for s in query.scans) or \
+        bool(isinstance(query, WindowedQuery) and query.arrival_views)
 
 
 def record_run(state: RunState, key: str, watermark_before: int, tables: set[str], fresh: set[str]) -> None:

@@ -81,7 +81,13 @@ from shift_left_dagster.local.interval_reads import (
     versions_as_read,
     with_arrivals,
 )
-from shift_left_dagster.local.late_rows import arrival_watermarks, cleared_rows, drop_late_rows, dropped_rows
+from shift_left_dagster.local.late_rows import (
+    arrival_watermarks,
+    cleared_rows,
+    drop_late_rows,
+    dropped_rows,
+    run_starts,
+)
 from shift_left_dagster.local.literal_rows import LiteralRows, literal_rows
 from shift_left_dagster.local.offsets import ScanError, ScanOptions, bound_offsets, scan_options, start_offsets
 from shift_left_dagster.local.results import Change, changelog, current, upsert_key
@@ -435,7 +441,8 @@ class Jobs:
                                       state.interval_reads.get(query_key) if state and plain else None)
             if isinstance(query, WindowedQuery) and scan.view in query.arrival_views:  # late_rows.py
                 frame = arrival_watermarks(self.views, table, frame, ranges, exact=fired is not None and not (
-                    job.snapshot or len({job.sources[s.view].uid for s in query.scans}) > 1))
+                    job.snapshot or len({job.sources[s.view].uid for s in query.scans}) > 1),
+                    runs=run_starts(state, query_key, table.uid), idle_partitions=job.idle_partitions)
             if scan.event_time and fired is not None:
                 frame = _released(frame, scan.event_time, fired[1])
             frame.createOrReplaceTempView(scan.view)
@@ -458,7 +465,8 @@ class Jobs:
         for key, query in job.queries():
             if recorded(query) and key in fired:
                 record_run(state, key, fired[key][0], {job.sources[s.view].uid for s in query.scans}, fresh)
-        drop_late_rows(self.views, job.queries(), job.sources, state, upper, fired)
+        drop_late_rows(self.views, job.queries(), job.sources, state, upper, fired,
+                       idle_partitions=job.idle_partitions)
         if any(s.aggregation is not None for s in job.sinks):
             self.aggregates.prune(job.name, [a.path for a in state.aggregates.values()])
         output = RunOutput(True, state)

@@ -19,16 +19,25 @@ the next watermark). A bounded OVER is replayed
 record by record on the driver (its rule depends on which rows its key fired before): dropped rows
 join the progress, and a late row it keeps is held back until the watermark next rises, as Flink's
 timer for it fires only then.
+
+A bounded OVER over a table of several partitions is replayed too, run by run (each run's offsets are
+recorded, interval_reads.py), reading a run's new records partition by partition, as Flink's Kafka
+reader emits a fetch split by split: each partition's watermark is its highest time so far minus the
+delay, the source's the lowest over the partitions with records in the run (the others are idle,
+event_time.py), so a partition read later in a run still holds the watermark at what it had before.
+Flink's own interleaving of partitions is not deterministic; this is one it can take, and the same
+the run's watermark ends at (event_time.source_watermark).
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import OFFSET, PARTITION, TableDef
@@ -42,6 +51,7 @@ from shift_left_dagster.translation.spark import LateRule, Scan, SparkQuery
 _LAST = "__sl_last"
 _MET = "__sl_met"  # the watermark a record met
 REPLAYED_ROWS = 50_000  # a bounded OVER's table replayed on the driver up to this many records
+Place = tuple[int, int]  # a record's partition and offset
 
 
 def _dropped_key(query_key: str, index: int) -> str:
@@ -76,7 +86,7 @@ def dropped_rows(state: RunState | None, table_uid: str, query_key: str, index: 
 
 def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sources: Mapping[str, TableDef],
                    state: RunState, upper: Mapping[str, Mapping[int, int]],
-                   fired: Mapping[str, tuple[int, int]]) -> None:
+                   fired: Mapping[str, tuple[int, int]], *, idle_partitions: bool = True) -> None:
     """Record in the progress the late rows of this run's new offsets [next, upper), per scan with a rule."""
     for query_key, query in queries:
         before = fired.get(query_key, (MIN_WATERMARK, MIN_WATERMARK))[0]
@@ -86,14 +96,26 @@ def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sou
             progress = _progress(state, table.uid)
             if scan.late is None or scan.event_time is None or progress is None:
                 continue
-            per_record = inputs == {table.uid} and table.partitions == 1 and not table.upsert
-            if per_record and scan.late.kind == "key":
-                replayed = _replay_bounded_over(views, table, scan, progress, upper[table.uid])
+            alone = inputs == {table.uid} and not table.upsert  # the query's watermark is this table's
+            per_record = alone and table.partitions == 1
+            runs = run_starts(state, query_key, table.uid)
+            if alone and scan.late.kind == "key":
+                replayed = _replay_bounded_over(views, table, scan, progress, upper[table.uid], runs,
+                                                idle_partitions=idle_partitions)
                 if replayed is not None:
                     key = _dropped_key(query_key, index)
                     progress.dropped[key], progress.dropped[_held_key(query_key, index)] = replayed.dropped, \
                         replayed.held
                     progress.clearings[key] = replayed.clearings
+                    continue
+            if alone and table.partitions > 1 and scan.late.kind != "key":
+                met = _met_by_record(views, table, {p: (progress.start.get(p, 0), end)
+                                                    for p, end in upper[table.uid].items()}, runs,
+                                     idle_partitions=idle_partitions)
+                if met is not None:
+                    after = fired.get(query_key, (MIN_WATERMARK, MIN_WATERMARK))[1]
+                    _judge_met(progress, scan, met, _dropped_key(query_key, index), _held_key(query_key, index),
+                               before, after)
                     continue
             if per_record and scan.late.kind == "before":
                 after = fired.get(query_key, (MIN_WATERMARK, MIN_WATERMARK))[1]
@@ -109,6 +131,54 @@ def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sou
             merged = progress.dropped.setdefault(_dropped_key(query_key, index), {})
             for partition, offsets in found.items():
                 merged[partition] = sorted(set(merged.get(partition, [])) | set(offsets))
+
+
+def run_starts(state: RunState | None, query_key: str, table_uid: str) -> list[dict[int, int]]:
+    """Where each recorded run of the query began reading the table, per partition (interval_reads.py)."""
+    reads = state.interval_reads.get(query_key, []) if state is not None else []
+    return [r.starts.get(table_uid, {}) for r in reads]
+
+
+def _met_by_record(views: TableViews, table: TableDef, read: Ranges, runs: list[dict[int, int]], *,
+                   idle_partitions: bool) -> dict[Place, tuple[int | None, int]] | None:
+    """Per record of `read` (a table of several partitions), its event time and the watermark it met: the
+    one after the record read before it (`_arrivals`). None when there are more than the driver replays."""
+    if sum(end - start for start, end in read.values()) > REPLAYED_ROWS:
+        return None
+    spec = watermark_spec(table)
+    time = F.unix_millis(F.col(f"`{spec.column}`").cast("timestamp"))
+    records = views.located(table, read).select(F.col(f"`{PARTITION}`").alias("p"), F.col(f"`{OFFSET}`").alias("o"),
+                                                time.alias("t")).collect()
+    met: dict[Place, tuple[int | None, int]] = {}
+    watermark = MIN_WATERMARK
+    for record, after in _arrivals(records, runs, table.partitions, spec.delay_ms, idle_partitions=idle_partitions):
+        met[(int(record["p"]), int(record["o"]))] = (record["t"], watermark)
+        watermark = after
+    return met
+
+
+def _judge_met(progress: SourceProgress, scan: Scan, met: dict[Place, tuple[int | None, int]], dropped_key: str,
+               held_key: str, before: int, after: int) -> None:
+    """The late rows of the run's new records by the watermark each met (`_met_by_record`, never below the
+    watermark before the run), into the progress; a keep-first deduplication's rows at the watermark they
+    met that is still the watermark are held (as `_held_at_watermark`)."""
+    assert scan.late is not None
+    dropped: list[Place] = []
+    held: list[Place] = []
+    for (partition, offset), (moment, watermark) in met.items():
+        if moment is None:
+            continue
+        if offset >= progress.next.get(partition, 0):
+            watermark = max(watermark, before)
+            if moment < watermark if scan.late.kind == "before" else moment <= watermark:
+                dropped.append((partition, offset))
+        if scan.late.kind == "before" and after != MIN_WATERMARK and moment == watermark == after:
+            held.append((partition, offset))
+    merged = progress.dropped.setdefault(dropped_key, {})
+    for partition, offsets in _by_partition(dropped).items():
+        merged[partition] = sorted(set(merged.get(partition, [])) | set(offsets))
+    if scan.late.kind == "before":
+        progress.dropped[held_key] = _by_partition(held)
 
 
 def _late_offsets(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress, new: Ranges,
@@ -176,14 +246,25 @@ def _progress(state: RunState, table_uid: str) -> SourceProgress | None:
 
 
 def arrival_watermarks(views: TableViews, table: TableDef, frame: DataFrame, ranges: Ranges | None, *,
-                       exact: bool) -> DataFrame:
+                       exact: bool, runs: list[dict[int, int]] | None = None,
+                       idle_partitions: bool = True) -> DataFrame:
     """The table's rows (`frame`, as the scan reads them) with ARRIVAL_WATERMARK: the watermark each
-    record met, its partition's highest earlier time minus the delay. `exact` when that is Flink's
-    watermark: the query's one source, one partition, append-only; else the lowest watermark (only
-    the run's watermark gates then)."""
-    if not exact or table.partitions != 1 or table.upsert or \
-            any(b.retractions for b in views.logs.store.batches(table.uid)):
-        return frame.withColumn(ARRIVAL_WATERMARK, F.lit(MIN_WATERMARK))
+    record met, its partition's highest earlier time minus the delay, or over several partitions the
+    one `_arrivals` gives it (`runs`: where each run began; up to REPLAYED_ROWS records). `exact` when
+    the query has one source, append-only; else the lowest watermark (only the run's watermark gates)."""
+    lowest = frame.withColumn(ARRIVAL_WATERMARK, F.lit(MIN_WATERMARK))
+    if not exact or table.upsert or any(b.retractions for b in views.logs.store.batches(table.uid)):
+        return lowest
+    if table.partitions > 1:
+        met = None if ranges is None or runs is None else _met_by_record(
+            views, table, ranges, runs, idle_partitions=idle_partitions)
+        if met is None:
+            return lowest
+        spark = frame.sparkSession
+        arrived = spark.createDataFrame([(p, o, w) for (p, o), (_t, w) in met.items()],
+                                        f"`{PARTITION}` INT, `{OFFSET}` BIGINT, `{ARRIVAL_WATERMARK}` BIGINT")
+        rows = views.located(table, ranges).join(F.broadcast(arrived), [PARTITION, OFFSET])
+        return rows.select(*[F.col(f"`{name}`") for name in frame.columns], F.col(f"`{ARRIVAL_WATERMARK}`"))
     spec = watermark_spec(table)
     time = F.unix_millis(F.col(f"`{spec.column}`").cast("timestamp"))
     earlier = Window.partitionBy(F.col(f"`{PARTITION}`")).orderBy(F.col(f"`{OFFSET}`")).rowsBetween(
@@ -204,9 +285,11 @@ class Replayed:
 
 
 def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress,
-                         upper: Mapping[int, int]) -> Replayed | None:
-    """A bounded OVER (ROWS n / RANGE interval PRECEDING) over one partition, replayed record by record as
-    Flink's RowTime*BoundedPrecedingFunction runs it: a record not later than its key's last triggering
+                         upper: Mapping[int, int], runs: list[dict[int, int]], *,
+                         idle_partitions: bool) -> Replayed | None:
+    """A bounded OVER (ROWS n / RANGE interval PRECEDING), replayed record by record as Flink's
+    RowTime*BoundedPrecedingFunction runs it, in the order and with the watermarks of `_arrivals` (`runs`:
+    where each recorded run began, per partition): a record not later than its key's last triggering
     time is dropped; a kept one fires (is emitted) when the watermark next rises to its time, so a late
     one that is kept waits for the next rise. A RANGE frame also sets a cleanup timer per key, 1.5
     intervals (+1 ms) after the newest row it kept, moved only when a row needs it later than one interval
@@ -222,17 +305,43 @@ def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progres
     declared = [table.column(k) for k in scan.late.keys]
     keys = [F.col(f"`{c.name}`") for c in declared if c is not None] if all(declared) else []
     time = F.unix_millis(F.col(f"`{scan.event_time}`").cast("timestamp"))
-    records = views.located(table, read).select(F.col(f"`{OFFSET}`").alias("o"), F.struct(*keys).alias("k"),
-                                                time.alias("t"), _seen(scan.late).alias("seen")).orderBy("o").collect()
-    delay, span = watermark_spec(table).delay_ms, scan.late.range_ms
+    records = views.located(table, read).select(
+        F.col(f"`{PARTITION}`").alias("p"), F.col(f"`{OFFSET}`").alias("o"), F.struct(*keys).alias("k"),
+        time.alias("t"), _seen(scan.late).alias("seen")).collect()
+    span = scan.late.range_ms
     timers = _KeyTimers()
-    for record in records:
-        at, key, moment = int(record["o"]), tuple(record["k"]), record["t"]
-        if moment is not None:
-            if record["seen"]:  # (a row the OVER's WHERE filters out moves the watermark only)
-                timers.arrive(at, key, moment, span)
-            timers.advance(moment - delay)
+    for record, watermark in _arrivals(records, runs, table.partitions, watermark_spec(table).delay_ms,
+                                       idle_partitions=idle_partitions):
+        if record["t"] is not None and record["seen"]:  # (a row the OVER's WHERE filters out moves the watermark only)
+            timers.arrive((int(record["p"]), int(record["o"])), tuple(record["k"]), record["t"], span)
+        timers.advance(watermark)
     return timers.replayed()
+
+
+def _arrivals(records: list[Row], runs: list[dict[int, int]], partitions: int, delay: int, *,
+              idle_partitions: bool) -> Iterator[tuple[Row, int]]:
+    """The records (`p`, `o`, `t`) in the order a run reads them, each with the watermark after it: run by
+    run (`runs`: where each began, per partition; records before the first form one run), partition by
+    partition, in offset order. A partition's watermark is its highest time so far minus `delay`; the
+    source's the lowest over the run's partitions with records (every partition when idleness is off;
+    one without any time yet holds it at the minimum)."""
+    starts = {p: [r.get(p, 0) for r in runs] for p in range(partitions)}
+
+    def run_of(record: Row) -> int:
+        return bisect.bisect_right(starts[record["p"]], record["o"])
+
+    highest: dict[int, int] = {}
+    watermark = MIN_WATERMARK
+    for _run, group in itertools.groupby(sorted(records, key=lambda r: (run_of(r), r["p"], r["o"])), key=run_of):
+        read = list(group)
+        active = sorted({int(r["p"]) for r in read}) if idle_partitions else range(partitions)
+        for record in read:
+            if record["t"] is not None:
+                highest[record["p"]] = max(highest.get(record["p"], record["t"]), record["t"])
+            lows = [highest.get(p) for p in active]
+            if all(low is not None for low in lows):
+                watermark = max(watermark, min(low for low in lows if low is not None) - delay)
+            yield record, watermark
 
 
 def _seen(rule: LateRule) -> Column:
@@ -247,15 +356,15 @@ class _KeyTimers:
         self.watermark = MIN_WATERMARK
         self.last: dict[tuple[object, ...], int] = {}  # per key, its last triggering time
         self.cleanup: dict[tuple[object, ...], int] = {}  # per key, its cleanup time (RANGE frames)
-        self.waiting: dict[tuple[object, ...], dict[int, list[int]]] = {}  # per key, time -> offsets kept
+        self.waiting: dict[tuple[object, ...], dict[int, list[Place]]] = {}  # per key, time -> records kept
         self.timers: list[tuple[int, int, tuple[object, ...]]] = []  # a heap of (time, order, key)
         self.scheduled: set[tuple[tuple[object, ...], int]] = set()  # one timer per key and time
         self.order = itertools.count()  # (ties in time fire in the order they were set)
-        self.dropped: list[int] = []
+        self.dropped: list[Place] = []
         self.clearings: dict[tuple[object, ...], int] = {}  # per key, how many times its state was cleared
-        self.after_clearing: dict[int, int] = {}  # offset kept after its key's state was cleared -> how often
+        self.after_clearing: dict[Place, int] = {}  # a record kept after its key's state was cleared -> how often
 
-    def arrive(self, at: int, key: tuple[object, ...], moment: int, span: int | None) -> None:
+    def arrive(self, at: Place, key: tuple[object, ...], moment: int, span: int | None) -> None:
         if moment <= self.last.get(key, MIN_WATERMARK):
             self.dropped.append(at)
             return
@@ -285,15 +394,14 @@ class _KeyTimers:
             self.last[key] = moment
 
     def replayed(self) -> Replayed:
-        """What the replay found, in the one partition it replays."""
+        """What the replay found, by partition."""
         clearings: dict[int, dict[int, list[int]]] = {}
-        for at, count in self.after_clearing.items():
-            clearings.setdefault(count, {}).setdefault(0, []).append(at)
-        held = self.held()
-        return Replayed({0: self.dropped} if self.dropped else {}, {0: held} if held else {}, clearings)
+        for (partition, offset), count in self.after_clearing.items():
+            clearings.setdefault(count, {}).setdefault(partition, []).append(offset)
+        return Replayed(_by_partition(self.dropped), _by_partition(self.held()), clearings)
 
-    def held(self) -> list[int]:
-        """Offsets kept but not emitted though the watermark passed them: they fire at its next rise."""
+    def held(self) -> list[Place]:
+        """Records kept but not emitted though the watermark passed them: they fire at its next rise."""
         return sorted(at for times in self.waiting.values() for moment, ats in times.items()
                       if moment <= self.watermark for at in ats)
 
@@ -301,3 +409,10 @@ class _KeyTimers:
         if (key, moment) not in self.scheduled:
             self.scheduled.add((key, moment))
             heapq.heappush(self.timers, (moment, next(self.order), key))
+
+
+def _by_partition(places: list[Place]) -> dict[int, list[int]]:
+    found: dict[int, list[int]] = {}
+    for partition, offset in sorted(places):
+        found.setdefault(partition, []).append(offset)
+    return found

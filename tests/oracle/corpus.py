@@ -66,6 +66,18 @@ class TableSpec:
     changelog_mode: str
     options: dict[str, str]
     like: Like | None = None
+    distribution: list[str] = field(default_factory=list)  # DISTRIBUTED BY HASH(...) columns
+    buckets: int | None = None  # DISTRIBUTED ... INTO n BUCKETS
+
+    @property
+    def partitions(self) -> int:
+        """The topic's partitions (Confluent's default is 6 buckets)."""
+        return self.buckets or 6
+
+    @property
+    def key_columns(self) -> list[str]:
+        """The columns hashed to choose a row's partition (none: round robin)."""
+        return self.distribution or self.primary_key
 
     @property
     def insertable(self) -> list[Column]:
@@ -175,7 +187,8 @@ def table_spec(statement: Statement) -> TableSpec:
             like = Like(source=prop.this.name,
                         options=[f"{o.name.upper()} {o.text('value').upper()}" for o in prop.expressions])
     return TableSpec(name=info.table, ddl=statement.sql, columns=columns, primary_key=info.primary_key,
-                     watermark=info.watermark, changelog_mode=info.changelog_mode, options=info.options, like=like)
+                     watermark=info.watermark, changelog_mode=info.changelog_mode, options=info.options, like=like,
+                     distribution=info.distribution, buckets=info.buckets)
 
 
 def _rows(section: dict[str, list[list[Any]]] | None) -> dict[str, list[list[Any]]]:

@@ -32,12 +32,6 @@ KNOWN_DIFFERENCES: dict[str, str] = {
     # joins them. Generated cases are no longer cut where this happens (grammar_time.py, idle_late).
     "join_full_interval_two_runs": "the local service idles every input between runs (the idle timeout taken "
                                    "as elapsed); Flink reading both runs' rows at once never idles",
-    # Not a difference by design but a defect, open in issue 26, kept here so it fails visibly until fixed: a
-    # bounded OVER's late rows are replayed record by record only over a table of one partition; over several,
-    # a run judges them against the watermark before it (none in a first run), where Flink's watermark (the
-    # minimum over partitions) rises with every record.
-    "over_rows_two_partitions": "a bounded OVER over a table of several partitions keeps rows Flink drops as "
-                                "late (the local replay runs for one partition only: issue 26)",
 }
 
 

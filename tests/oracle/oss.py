@@ -26,7 +26,8 @@ Confluent statement reads its topics (unbounded: no end-of-input watermark):
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlglot import exp
@@ -35,12 +36,14 @@ from shift_left_dagster.project.parsing import parse_one_statement
 from shift_left_dagster.translation.intervals import interval_unit
 from tests.oracle.corpus import Case, TableSpec, split_insert
 from tests.oracle.literals import json_line, json_value, typed
+from tests.oracle.partitions import UnplacedError, arrival_watermarks, epoch_ms, partition_of, read_order
 
 ROWTIME = "$rowtime"
 DEFAULT_DELAY_MS = 1
 DEFAULT_WATERMARK = f"WATERMARK FOR `{ROWTIME}` AS `{ROWTIME}` - INTERVAL '0.001' SECOND"
 _UNIT_MS = {"MILLISECOND": 1, "SECOND": 1000, "MINUTE": 60_000, "HOUR": 3_600_000, "DAY": 86_400_000}
 END = "__oracle_end"  # the marker column: its row is the last of a source's file
+LAG = "__oracle_lag"  # a row's event time minus the watermark after it (ms), for a table of several partitions
 DATA = "{data}"  # where the runner's input files are: replaced at run time (the cache key never sees it)
 
 
@@ -74,8 +77,9 @@ def oss_setup(case: Case) -> tuple[list[str], dict[str, str], list[str]]:
         add_rowtime = table.name in with_rowtime
         upsert = bool(table.primary_key) and table.changelog_mode == "upsert"
         log = f"{table.name}__log"
-        files[f"{case.name}/{table.name}/data.json"] = _json_rows(case, table, add_rowtime, final)
-        setup.append(_source_ddl(table, log, f"{DATA}/{case.name}/{table.name}", add_rowtime))
+        layout = _layout(case, table, add_rowtime)
+        files[f"{case.name}/{table.name}/data.json"] = _json_rows(case, table, add_rowtime, final, layout)
+        setup.append(_source_ddl(table, log, f"{DATA}/{case.name}/{table.name}", add_rowtime, layout is not None))
         setup.append(_upsert_view(table, log, add_rowtime) if upsert else _append_view(table, log, add_rowtime))
         if table.name.lower() in likes:
             setup.append(_schema_twin(table))
@@ -100,9 +104,13 @@ def _columns(table: TableSpec, add_rowtime: bool) -> list[str]:
     return lines
 
 
-def _source_ddl(table: TableSpec, name: str, path: str, add_rowtime: bool) -> str:
+def _source_ddl(table: TableSpec, name: str, path: str, add_rowtime: bool, partitioned: bool) -> str:
     lines = [*_columns(table, add_rowtime), f"`{END}` BOOLEAN"]
-    if table.watermark:
+    attribute = _time_attribute(table, add_rowtime)
+    if partitioned and attribute is not None:  # each row's watermark as the partitions make it (_layout)
+        time = f"`{attribute[0]}`"
+        lines += [f"`{LAG}` BIGINT", f"WATERMARK FOR {time} AS {time} - `{LAG}` * INTERVAL '0.001' SECOND"]
+    elif table.watermark:
         lines.append(table.watermark)
     elif add_rowtime:
         lines.append(DEFAULT_WATERMARK)
@@ -200,8 +208,51 @@ def _time_attribute(table: TableSpec, add_rowtime: bool) -> tuple[str, int] | No
     raise CorpusError(f"{table.name}: {table.watermark} (write `c` or `c - INTERVAL 'n' UNIT`)")
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """A table of several partitions with an event time, as Flink reads it (partitions.py): its rows in
+    read order, each with its attribute's distance to the watermark after it (ms; None: no watermark
+    yet), and the watermark after the last."""
+
+    rows: list[list[Any]]
+    lags: list[int | None]
+    final: datetime | None
+
+
+def _layout(case: Case, table: TableSpec, add_rowtime: bool) -> _Layout | None:
+    """None for a table of one partition or without an event time: its file order is its read order."""
+    attribute = _time_attribute(table, add_rowtime)
+    if table.partitions == 1 or attribute is None:
+        return None
+    columns = [c.name for c in table.insertable]
+    if not table.key_columns or any(k not in columns for k in table.key_columns):
+        raise CorpusError(f"{table.name}: {table.partitions} partitions with an event time: distribute it by "
+                          f"columns rows give (DISTRIBUTED BY HASH(...)), so the oracle knows each row's partition")
+    keys = [columns.index(k) for k in table.key_columns]
+    types = [table.insertable[i].type for i in keys]
+    runs = [case.rows.get(table.name, []), case.more_rows.get(table.name, [])]
+    try:
+        placed = [[partition_of([typed(row[i], types[n]) for n, i in enumerate(keys)], types, table.partitions)
+                   for row in rows] for rows in runs]
+    except UnplacedError as error:
+        raise CorpusError(f"{table.name}: {error}") from None
+    ordered = [[rows[i] for i in read_order([placed[n]])] for n, rows in enumerate(runs)]
+    where = [[placed[n][i] for i in read_order([placed[n]])] for n in range(len(runs))]
+    times = [_attribute_times(table, attribute[0], rows) for rows in ordered]
+    watermarks, final = arrival_watermarks([list(zip(where[n], times[n], strict=True)) for n in range(len(runs))],
+                                           attribute[1])
+    lags = [None if t is None or w is None else epoch_ms(t) - epoch_ms(w)
+            for n in range(len(runs)) for t, w in zip(times[n], watermarks[n], strict=True)]
+    return _Layout(rows=[row for rows in ordered for row in rows], lags=lags, final=final)
+
+
 def _attribute_values(case: Case, table: TableSpec, attribute: str) -> list[datetime]:
     """The event times of the table's rows (the time attribute's values; $rowtime's is the timestamp column)."""
+    return [v for v in _attribute_times(table, attribute, case.all_rows(table.name)) if v is not None]
+
+
+def _attribute_times(table: TableSpec, attribute: str, rows: list[list[Any]]) -> list[datetime | None]:
+    """The rows' event times, NULL as None (naive, UTC)."""
     name = table.timestamp_column if attribute == ROWTIME else attribute
     columns = table.insertable
     source = computed_from(table, str(name))
@@ -210,8 +261,8 @@ def _attribute_values(case: Case, table: TableSpec, attribute: str) -> list[date
         raise CorpusError(f"{table.name}: the time attribute {attribute} is not a column rows give (nor "
                           f"TO_TIMESTAMP or CAST of one)")
     kind = "TIMESTAMP(3)" if source else columns[at].type
-    values = [typed(row[at], kind) for row in case.all_rows(table.name)]
-    return [v.replace(tzinfo=None) for v in values if v is not None]
+    values = [typed(row[at], kind) for row in rows]
+    return [None if v is None else v.astimezone(UTC).replace(tzinfo=None) if v.tzinfo else v for v in values]
 
 
 def computed_from(table: TableSpec, name: str) -> str | None:
@@ -233,13 +284,18 @@ def _final_watermark(case: Case, table: TableSpec, add_rowtime: bool) -> datetim
     attribute = _time_attribute(table, add_rowtime)
     if attribute is None:
         return None
+    layout = _layout(case, table, add_rowtime)
+    if layout is not None:
+        return layout.final
     times = _attribute_values(case, table, attribute[0])
     return max(times) - timedelta(milliseconds=attribute[1]) if times else None
 
 
-def _json_rows(case: Case, table: TableSpec, add_rowtime: bool, final: datetime | None) -> str:
-    """The table's rows as JSON lines, then the end marker: a copy of the last row (or a row at the
-    epoch when there is none) whose time attribute moves the table's watermark to `final`."""
+def _json_rows(case: Case, table: TableSpec, add_rowtime: bool, final: datetime | None,
+               layout: _Layout | None) -> str:
+    """The table's rows as JSON lines (in read order, each with its watermark's lag, for a `layout`),
+    then the end marker: a copy of the last row (or a row at the epoch when there is none) whose time
+    attribute moves the table's watermark to `final`."""
     columns = table.insertable
     lines = []
     epoch = "1970-01-01 00:00:00"
@@ -247,7 +303,8 @@ def _json_rows(case: Case, table: TableSpec, add_rowtime: bool, final: datetime 
                               if c.type.upper().startswith("TIMESTAMP") else None for c in columns}
     if add_rowtime:
         record[ROWTIME] = json_value(typed(epoch, "TIMESTAMP_LTZ(3)"), "TIMESTAMP_LTZ(3)")
-    for row in case.all_rows(table.name):
+    rows = case.all_rows(table.name) if layout is None else layout.rows
+    for at, row in enumerate(rows):
         if len(row) != len(columns):
             raise CorpusError(f"{case.name}: a row of {table.name} has {len(row)} values for {len(columns)} columns")
         values = [typed(v, c.type) for v, c in zip(row, columns, strict=True)]
@@ -255,6 +312,8 @@ def _json_rows(case: Case, table: TableSpec, add_rowtime: bool, final: datetime 
         if add_rowtime:
             stamp = values[[c.name for c in columns].index(str(table.timestamp_column))]
             record[ROWTIME] = json_value(typed(stamp, "TIMESTAMP_LTZ(3)"), "TIMESTAMP_LTZ(3)")
+        if layout is not None:
+            record[LAG] = layout.lags[at]
         lines.append(json_line(record))
     attribute = _time_attribute(table, add_rowtime)
     if attribute is not None and final is not None:
@@ -266,6 +325,8 @@ def _json_rows(case: Case, table: TableSpec, add_rowtime: bool, final: datetime 
         else:
             kind = "TIMESTAMP_LTZ(3)" if name == ROWTIME else next(c.type for c in columns if c.name == name)
             record[name] = json_value(typed(end, kind), kind)
+        if layout is not None:
+            record[LAG] = delay
     lines.append(json_line({**record, END: True}))
     return "".join(line + "\n" for line in lines)
 
