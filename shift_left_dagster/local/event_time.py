@@ -30,11 +30,13 @@ time or on more data than a local run has:
   partition counts, and one that never had a record holds the watermark back for good.
 - Flink emits watermarks periodically (pipeline.auto-watermark-interval, 200 ms, or after every
   record at 0 ms); locally an operator's watermark moves once per run, after the run's records, and
-  within a run a record meets the watermark the records before it made (late_rows.py): where that is
-  Flink's own (one source of one partition, so the order is the log's), a window TVF counts a record
-  only in the windows not fired at its arrival, and an unbounded OVER or keep-first deduplication
-  drops it as late as Flink does. With several sources or partitions Flink's watermark at a record
-  depends on how their reads interleave; there only the run's watermark judges.
+  within a run a record meets the watermark the records before it made (late_rows.py): over one
+  source, a window TVF counts a record only in the windows not fired at its arrival, and an OVER or
+  keep-first deduplication drops it as late as Flink does. A run reads a source's partitions one
+  after another (as Flink's Kafka reader emits a fetch split by split), so a partition read later in
+  the run still holds the watermark at what it had before the run: one interleaving Flink can take
+  (its own is not deterministic), and the one the run's watermark ends at. With several sources Flink's
+  watermark at a record depends on how their reads interleave; there only the run's watermark judges.
 - End of input: a bounded source read to its bound emits the maximum watermark, as Flink's sources
   do when they finish, so every window still open fires. A snapshot query ('sql.snapshot.mode' =
   'now') is bounded, hence sees every window, as Flink's batch mode; it also takes any TIMESTAMP
@@ -61,8 +63,9 @@ time or on more data than a local run has:
   deduplication (RowTimeDeduplicateKeepFirstRowFunction) a row before the watermark (one at it is
   kept). Local limits: a bounded OVER's key is its PARTITION BY columns as the table has them (keys
   that are expressions or columns of a derived table make all rows one key), and its last time
-  counts the table's rows before any filter of the query (over one source of one partition the
-  rows are replayed in order, late_rows.py, else judged per run); Flink's RANGE OVER also forgets a key once
+  counts the table's rows before any filter of the query (over one source the rows are replayed in
+  the order of the runs, late_rows.py, up to REPLAYED_ROWS records, else judged per run); Flink's RANGE
+  OVER also forgets a key once
   the watermark passes its last row by 1.5 times the range, then takes a late row again, aggregated
   over the rows since: locally that row stays dropped. An event-time temporal join drops no probe
   row: a late one is joined at the next watermark, with the versions its state still holds (it

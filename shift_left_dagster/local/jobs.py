@@ -86,7 +86,6 @@ from shift_left_dagster.local.late_rows import (
     cleared_rows,
     drop_late_rows,
     dropped_rows,
-    run_starts,
 )
 from shift_left_dagster.local.literal_rows import LiteralRows, literal_rows
 from shift_left_dagster.local.offsets import ScanError, ScanOptions, bound_offsets, scan_options, start_offsets
@@ -442,7 +441,7 @@ class Jobs:
             if isinstance(query, WindowedQuery) and scan.view in query.arrival_views:  # late_rows.py
                 frame = arrival_watermarks(self.views, table, frame, ranges, exact=fired is not None and not (
                     job.snapshot or len({job.sources[s.view].uid for s in query.scans}) > 1),
-                    runs=run_starts(state, query_key, table.uid), idle_partitions=job.idle_partitions)
+                    reads=state.interval_reads.get(query_key) if state else None, idle_partitions=job.idle_partitions)
             if scan.event_time and fired is not None:
                 frame = _released(frame, scan.event_time, fired[1])
             frame.createOrReplaceTempView(scan.view)

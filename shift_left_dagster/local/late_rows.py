@@ -11,22 +11,24 @@ scan with a rule, and none before the query has a watermark (nothing can be late
 
 Within a run the watermark advances per record, as Flink's does (every record moves it to its
 highest time so far minus the delay, emitted after the record): `arrival_watermarks` gives each
-record the watermark it met. Where that is Flink's own (one source of one partition: the order is the
-log's), window TVFs (windows.py) count a record only in the windows not fired at its arrival, and an
-unbounded OVER or a keep-first deduplication judges it by that watermark (a keep-first row at that
-watermark is kept but held back while the watermark stays there: Flink's timer for it fires only at
-the next watermark). A bounded OVER is replayed
-record by record on the driver (its rule depends on which rows its key fired before): dropped rows
-join the progress, and a late row it keeps is held back until the watermark next rises, as Flink's
-timer for it fires only then.
+record the watermark it met. Over one source, window TVFs (windows.py) count a record only in the
+windows not fired at its arrival, and an unbounded OVER or a keep-first deduplication judges it by
+that watermark (a keep-first row at that watermark is kept but held back while the watermark stays
+there: Flink's timer for it fires only at the next watermark). A bounded OVER is replayed record by
+record on the driver (its rule depends on which rows its key fired before): dropped rows join the
+progress, and a late row it keeps is held back until the watermark next rises, as Flink's timer for
+it fires only then.
 
-A bounded OVER over a table of several partitions is replayed too, run by run (each run's offsets are
-recorded, interval_reads.py), reading a run's new records partition by partition, as Flink's Kafka
-reader emits a fetch split by split: each partition's watermark is its highest time so far minus the
-delay, the source's the lowest over the partitions with records in the run (the others are idle,
-event_time.py), so a partition read later in a run still holds the watermark at what it had before.
-Flink's own interleaving of partitions is not deterministic; this is one it can take, and the same
-the run's watermark ends at (event_time.source_watermark).
+Over a table of one partition the order is the log's. Over several, the records are taken run by
+run (each run's offsets are recorded, interval_reads.py), a run's new records partition by
+partition, as Flink's Kafka reader emits a fetch split by split: each partition's watermark is its
+highest time so far minus the delay, the source's the lowest over the partitions with records in the
+run (the others are idle, event_time.py, from the run's start), so a partition read later in a run
+still holds the watermark at what it had before (`_floors`: per run and partition, the watermark a
+record can not go below and the lowest of the other partitions; Spark gives each record its own
+partition's part). A bounded OVER's replay takes the records in that order on the driver (`_arrivals`).
+Flink's own interleaving of partitions is not deterministic; this is one it can take, and the one the
+run's watermark ends at (event_time.source_watermark).
 """
 
 from __future__ import annotations
@@ -34,22 +36,26 @@ from __future__ import annotations
 import bisect
 import heapq
 import itertools
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from shift_left_dagster.local.catalog import OFFSET, PARTITION, TableDef
-from shift_left_dagster.local.event_time import MIN_WATERMARK, watermark_inputs, watermark_spec
+from shift_left_dagster.local.event_time import MAX_WATERMARK, MIN_WATERMARK, watermark_inputs, watermark_spec
+from shift_left_dagster.local.interval_reads import with_runs
+from shift_left_dagster.local.spark import integer_rows
 from shift_left_dagster.local.storage import in_ranges
-from shift_left_dagster.local.store import RunState, SourceProgress
+from shift_left_dagster.local.store import IntervalRead, RunState, SourceProgress
 from shift_left_dagster.local.views import Ranges, TableViews
 from shift_left_dagster.local.windows import ARRIVAL_WATERMARK
+from shift_left_dagster.translation.interval_join import ARRIVAL_MARK, ARRIVAL_RUN
 from shift_left_dagster.translation.spark import LateRule, Scan, SparkQuery
 
 _LAST = "__sl_last"
 _MET = "__sl_met"  # the watermark a record met
+_START, _OTHERS = "__sl_run_start", "__sl_others"  # a record's _Floor
 REPLAYED_ROWS = 50_000  # a bounded OVER's table replayed on the driver up to this many records
 Place = tuple[int, int]  # a record's partition and offset
 
@@ -97,10 +103,12 @@ def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sou
             if scan.late is None or scan.event_time is None or progress is None:
                 continue
             alone = inputs == {table.uid} and not table.upsert  # the query's watermark is this table's
-            per_record = alone and table.partitions == 1
-            runs = run_starts(state, query_key, table.uid)
+            reads = state.interval_reads.get(query_key, [])
+            new = {p: (progress.next.get(p, 0), upper[table.uid][p]) for p in range(table.partitions)}
+            if not any(end > start for start, end in new.values()):
+                continue  # (nor can the watermark of a query reading only this table have moved)
             if alone and scan.late.kind == "key":
-                replayed = _replay_bounded_over(views, table, scan, progress, upper[table.uid], runs,
+                replayed = _replay_bounded_over(views, table, scan, progress, upper[table.uid], reads,
                                                 idle_partitions=idle_partitions)
                 if replayed is not None:
                     key = _dropped_key(query_key, index)
@@ -108,98 +116,84 @@ def drop_late_rows(views: TableViews, queries: list[tuple[str, SparkQuery]], sou
                         replayed.held
                     progress.clearings[key] = replayed.clearings
                     continue
-            if alone and table.partitions > 1 and scan.late.kind != "key":
-                met = _met_by_record(views, table, {p: (progress.start.get(p, 0), end)
-                                                    for p, end in upper[table.uid].items()}, runs,
-                                     idle_partitions=idle_partitions)
-                if met is not None:
-                    after = fired.get(query_key, (MIN_WATERMARK, MIN_WATERMARK))[1]
-                    _judge_met(progress, scan, met, _dropped_key(query_key, index), _held_key(query_key, index),
-                               before, after)
-                    continue
-            if per_record and scan.late.kind == "before":
+            if alone and scan.late.kind != "key":
                 after = fired.get(query_key, (MIN_WATERMARK, MIN_WATERMARK))[1]
-                progress.dropped[_held_key(query_key, index)] = _held_at_watermark(
-                    views, table, scan, progress, upper[table.uid], after)
-            if before == MIN_WATERMARK and (not per_record or scan.late.kind == "key"):
+                found, held = _judge_per_record(views, table, scan, progress, upper[table.uid], reads, before, after,
+                                                idle_partitions=idle_partitions)
+                if scan.late.kind == "before":
+                    progress.dropped[_held_key(query_key, index)] = held
+            elif before == MIN_WATERMARK:
                 continue  # nothing is late before the query has a watermark
-            new = {p: (progress.next.get(p, 0), upper[table.uid][p]) for p in range(table.partitions)}
-            if not any(end > start for start, end in new.values()):
-                continue
-            found = _late_offsets(views, table, scan, progress, new, before, per_record=per_record and
-                                  scan.late.kind != "key")
+            else:
+                found = _late_offsets(views, table, scan, progress, new, before)
             merged = progress.dropped.setdefault(_dropped_key(query_key, index), {})
             for partition, offsets in found.items():
                 merged[partition] = sorted(set(merged.get(partition, [])) | set(offsets))
 
 
-def run_starts(state: RunState | None, query_key: str, table_uid: str) -> list[dict[int, int]]:
-    """Where each recorded run of the query began reading the table, per partition (interval_reads.py)."""
-    reads = state.interval_reads.get(query_key, []) if state is not None else []
-    return [r.starts.get(table_uid, {}) for r in reads]
-
-
-def _met_by_record(views: TableViews, table: TableDef, read: Ranges, runs: list[dict[int, int]], *,
-                   idle_partitions: bool) -> dict[Place, tuple[int | None, int]] | None:
-    """Per record of `read` (a table of several partitions), its event time and the watermark it met: the
-    one after the record read before it (`_arrivals`). None when there are more than the driver replays."""
-    if sum(end - start for start, end in read.values()) > REPLAYED_ROWS:
-        return None
+def _met_frame(views: TableViews, table: TableDef, read: Ranges | None, reads: list[IntervalRead], *,
+               idle_partitions: bool) -> DataFrame:
+    """The table's records of `read` (located) with _MET, the watermark each met: its partition's highest
+    earlier time minus the delay; over several partitions, not below the run's floor (`_floors`: a run reads
+    its partitions in turn; `reads`: the query's recorded runs, interval_reads.py). One Spark job (the runs'
+    and partitions' highest times) for several partitions, none for one."""
     spec = watermark_spec(table)
     time = F.unix_millis(F.col(f"`{spec.column}`").cast("timestamp"))
-    records = views.located(table, read).select(F.col(f"`{PARTITION}`").alias("p"), F.col(f"`{OFFSET}`").alias("o"),
-                                                time.alias("t")).collect()
-    met: dict[Place, tuple[int | None, int]] = {}
-    watermark = MIN_WATERMARK
-    for record, after in _arrivals(records, runs, table.partitions, spec.delay_ms, idle_partitions=idle_partitions):
-        met[(int(record["p"]), int(record["o"]))] = (record["t"], watermark)
-        watermark = after
-    return met
+    earlier = Window.partitionBy(F.col(f"`{PARTITION}`")).orderBy(F.col(f"`{OFFSET}`")).rowsBetween(
+        Window.unboundedPreceding, -1)
+    own = F.coalesce(F.max(time).over(earlier) - spec.delay_ms, F.lit(MIN_WATERMARK))
+    rows = views.located(table, read)
+    if table.partitions == 1:
+        return rows.withColumn(_MET, own)
+    rows = with_runs(rows, table.uid, table.partitions, reads)
+    run, partition = F.col(f"`{ARRIVAL_RUN}`"), F.col(f"`{PARTITION}`")
+    highest: dict[int, dict[int, int | None]] = {}
+    for row in rows.groupBy(run, partition).agg(F.max(time).alias("t")).collect():
+        highest.setdefault(int(row[0]), {})[int(row[1])] = row["t"]
+    floors, _after = _floors(highest, table.partitions, spec.delay_ms, idle_partitions=idle_partitions)
+    floor = integer_rows(rows.sparkSession, [(r, p, f.start, f.others) for (r, p), f in floors.items()],
+                         [(ARRIVAL_RUN, "INT"), (PARTITION, "INT"), (_START, "BIGINT"), (_OTHERS, "BIGINT")])
+    met = F.greatest(F.col(_START), F.least(F.col(_OTHERS), own))
+    return rows.join(F.broadcast(floor), [ARRIVAL_RUN, PARTITION]).withColumn(_MET, met).drop(
+        ARRIVAL_RUN, ARRIVAL_MARK, _START, _OTHERS)
 
 
-def _judge_met(progress: SourceProgress, scan: Scan, met: dict[Place, tuple[int | None, int]], dropped_key: str,
-               held_key: str, before: int, after: int) -> None:
-    """The late rows of the run's new records by the watermark each met (`_met_by_record`, never below the
-    watermark before the run), into the progress; a keep-first deduplication's rows at the watermark they
-    met that is still the watermark are held (as `_held_at_watermark`)."""
-    assert scan.late is not None
+def _judge_per_record(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress,
+                      upper: Mapping[int, int], reads: list[IntervalRead], before: int, after: int, *,
+                      idle_partitions: bool) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """The run's new records the scan's rule drops, each judged by the watermark it met (never below the
+    query's before the run), and a keep-first deduplication's records held: kept at the watermark they met,
+    which still is the watermark (Flink's timer for such a row fires only at the next watermark). One Spark
+    job (and `_met_frame`'s)."""
+    assert scan.late is not None and scan.event_time is not None
+    new = {p: (progress.next.get(p, 0), end) for p, end in upper.items()}
+    # the new records alone, unless rows of earlier runs can be held or the runs' floors need them
+    read = {p: (progress.start.get(p, 0), end) for p, end in upper.items()} \
+        if scan.late.kind == "before" or table.partitions > 1 else new
+    time = F.unix_millis(F.col(f"`{scan.event_time}`").cast("timestamp"))
+    met = F.greatest(F.col(_MET), F.lit(before))
+    fresh = in_ranges(new)
+    late = fresh & (time < met if scan.late.kind == "before" else time <= met)
+    held = F.lit(scan.late.kind == "before" and after != MIN_WATERMARK) & (time == F.lit(after)) & (
+        F.col(_MET) == F.lit(after))
+    rows = _met_frame(views, table, read, reads, idle_partitions=idle_partitions).where(late | held)
     dropped: list[Place] = []
-    held: list[Place] = []
-    for (partition, offset), (moment, watermark) in met.items():
-        if moment is None:
-            continue
-        if offset >= progress.next.get(partition, 0):
-            watermark = max(watermark, before)
-            if moment < watermark if scan.late.kind == "before" else moment <= watermark:
-                dropped.append((partition, offset))
-        if scan.late.kind == "before" and after != MIN_WATERMARK and moment == watermark == after:
-            held.append((partition, offset))
-    merged = progress.dropped.setdefault(dropped_key, {})
-    for partition, offsets in _by_partition(dropped).items():
-        merged[partition] = sorted(set(merged.get(partition, [])) | set(offsets))
-    if scan.late.kind == "before":
-        progress.dropped[held_key] = _by_partition(held)
+    kept: list[Place] = []
+    for row in rows.select(PARTITION, OFFSET, late.alias("late")).collect():
+        (dropped if row["late"] else kept).append((int(row[PARTITION]), int(row[OFFSET])))
+    return _by_partition(dropped), _by_partition(kept)
 
 
 def _late_offsets(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress, new: Ranges,
-                  watermark: int, *, per_record: bool) -> dict[int, list[int]]:
-    """Where the records of the new ranges are that the scan's rule drops (one Spark job): judged
-    against the watermark before the run, or, `per_record`, the one each record met (that or what
-    the run's earlier records moved it to, as Flink's watermark advances record by record)."""
+                  watermark: int) -> dict[int, list[int]]:
+    """Where the records of the new ranges are that the scan's rule drops, judged against the watermark
+    before the run (one Spark job): where the query's watermark is not the table's alone."""
     assert scan.late is not None and scan.event_time is not None
     time = F.unix_millis(F.col(f"`{scan.event_time}`").cast("timestamp"))
     if scan.late.kind == "key":
         late = _after_key_last(views, table, scan.late, progress, new, time, watermark)
     else:
-        rows = views.located(table, new)
-        met: Column = F.lit(watermark)
-        if per_record:
-            earlier = Window.partitionBy(F.col(f"`{PARTITION}`")).orderBy(F.col(f"`{OFFSET}`")).rowsBetween(
-                Window.unboundedPreceding, -1)
-            rows = rows.withColumn(_MET, F.greatest(met, F.coalesce(
-                F.max(time).over(earlier) - watermark_spec(table).delay_ms, met)))
-            met = F.col(_MET)
-        late = rows.where(time < met if scan.late.kind == "before" else time <= met)
+        late = views.located(table, new).where(time < watermark if scan.late.kind == "before" else time <= watermark)
     found: dict[int, list[int]] = {}
     for row in late.select(PARTITION, OFFSET).collect():
         found.setdefault(int(row[PARTITION]), []).append(int(row[OFFSET]))
@@ -220,58 +214,20 @@ def _after_key_last(views: TableViews, table: TableDef, rule: LateRule, progress
     return rows.where(fresh & seen & (time <= F.col(_LAST)))
 
 
-def _held_at_watermark(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress,
-                       upper: Mapping[int, int], watermark: int) -> dict[int, list[int]]:
-    """A keep-first deduplication's rows still waiting after this run (one Spark job): those whose time
-    was the watermark they met and still is. Flink keeps such a row and registers its timer at the
-    row's time, already reached: the timer fires at the next watermark, which comes only when it rises."""
-    assert scan.event_time is not None
-    if watermark == MIN_WATERMARK:
-        return {}
-    read = {p: (progress.start.get(p, 0), end) for p, end in upper.items()}
-    time = F.unix_millis(F.col(f"`{scan.event_time}`").cast("timestamp"))
-    earlier = Window.partitionBy(F.col(f"`{PARTITION}`")).orderBy(F.col(f"`{OFFSET}`")).rowsBetween(
-        Window.unboundedPreceding, -1)
-    met = F.max(time).over(earlier) - watermark_spec(table).delay_ms
-    held = views.located(table, read).withColumn(_MET, met).where(
-        (time == F.lit(watermark)) & (F.col(_MET) == F.lit(watermark)))
-    found: dict[int, list[int]] = {}
-    for row in held.select(PARTITION, OFFSET).collect():
-        found.setdefault(int(row[PARTITION]), []).append(int(row[OFFSET]))
-    return found
-
-
 def _progress(state: RunState, table_uid: str) -> SourceProgress | None:
     return next((p for p in state.sources.values() if p.table_uid == table_uid), None)
 
 
 def arrival_watermarks(views: TableViews, table: TableDef, frame: DataFrame, ranges: Ranges | None, *,
-                       exact: bool, runs: list[dict[int, int]] | None = None,
+                       exact: bool, reads: list[IntervalRead] | None = None,
                        idle_partitions: bool = True) -> DataFrame:
     """The table's rows (`frame`, as the scan reads them) with ARRIVAL_WATERMARK: the watermark each
-    record met, its partition's highest earlier time minus the delay, or over several partitions the
-    one `_arrivals` gives it (`runs`: where each run began; up to REPLAYED_ROWS records). `exact` when
-    the query has one source, append-only; else the lowest watermark (only the run's watermark gates)."""
-    lowest = frame.withColumn(ARRIVAL_WATERMARK, F.lit(MIN_WATERMARK))
+    record met (`_met_frame`; `reads`: the query's recorded runs). `exact` when the query has one source,
+    append-only; else the lowest watermark (only the run's watermark gates)."""
     if not exact or table.upsert or any(b.retractions for b in views.logs.store.batches(table.uid)):
-        return lowest
-    if table.partitions > 1:
-        met = None if ranges is None or runs is None else _met_by_record(
-            views, table, ranges, runs, idle_partitions=idle_partitions)
-        if met is None:
-            return lowest
-        spark = frame.sparkSession
-        arrived = spark.createDataFrame([(p, o, w) for (p, o), (_t, w) in met.items()],
-                                        f"`{PARTITION}` INT, `{OFFSET}` BIGINT, `{ARRIVAL_WATERMARK}` BIGINT")
-        rows = views.located(table, ranges).join(F.broadcast(arrived), [PARTITION, OFFSET])
-        return rows.select(*[F.col(f"`{name}`") for name in frame.columns], F.col(f"`{ARRIVAL_WATERMARK}`"))
-    spec = watermark_spec(table)
-    time = F.unix_millis(F.col(f"`{spec.column}`").cast("timestamp"))
-    earlier = Window.partitionBy(F.col(f"`{PARTITION}`")).orderBy(F.col(f"`{OFFSET}`")).rowsBetween(
-        Window.unboundedPreceding, -1)
-    rows = views.located(table, ranges)
-    arrival = F.coalesce(F.max(time).over(earlier) - spec.delay_ms, F.lit(MIN_WATERMARK))
-    return rows.select(*[F.col(f"`{name}`") for name in frame.columns], arrival.alias(ARRIVAL_WATERMARK))
+        return frame.withColumn(ARRIVAL_WATERMARK, F.lit(MIN_WATERMARK))
+    rows = _met_frame(views, table, ranges, reads or [], idle_partitions=idle_partitions)
+    return rows.select(*[F.col(f"`{name}`") for name in frame.columns], F.col(_MET).alias(ARRIVAL_WATERMARK))
 
 
 @dataclass
@@ -285,11 +241,11 @@ class Replayed:
 
 
 def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progress: SourceProgress,
-                         upper: Mapping[int, int], runs: list[dict[int, int]], *,
+                         upper: Mapping[int, int], reads: list[IntervalRead], *,
                          idle_partitions: bool) -> Replayed | None:
     """A bounded OVER (ROWS n / RANGE interval PRECEDING), replayed record by record as Flink's
-    RowTime*BoundedPrecedingFunction runs it, in the order and with the watermarks of `_arrivals` (`runs`:
-    where each recorded run began, per partition): a record not later than its key's last triggering
+    RowTime*BoundedPrecedingFunction runs it, in the order and with the watermarks of `_arrivals` (`reads`:
+    the query's recorded runs): a record not later than its key's last triggering
     time is dropped; a kept one fires (is emitted) when the watermark next rises to its time, so a late
     one that is kept waits for the next rise. A RANGE frame also sets a cleanup timer per key, 1.5
     intervals (+1 ms) after the newest row it kept, moved only when a row needs it later than one interval
@@ -310,38 +266,87 @@ def _replay_bounded_over(views: TableViews, table: TableDef, scan: Scan, progres
         time.alias("t"), _seen(scan.late).alias("seen")).collect()
     span = scan.late.range_ms
     timers = _KeyTimers()
-    for record, watermark in _arrivals(records, runs, table.partitions, watermark_spec(table).delay_ms,
-                                       idle_partitions=idle_partitions):
+    runs = [r.starts.get(table.uid, {}) for r in reads]
+    arrivals, final = _arrivals(records, runs, table.partitions, watermark_spec(table).delay_ms,
+                                idle_partitions=idle_partitions)
+    for record, met in arrivals:
+        timers.advance(met)
         if record["t"] is not None and record["seen"]:  # (a row the OVER's WHERE filters out moves the watermark only)
             timers.arrive((int(record["p"]), int(record["o"])), tuple(record["k"]), record["t"], span)
-        timers.advance(watermark)
+    timers.advance(final)
     return timers.replayed()
 
 
 def _arrivals(records: list[Row], runs: list[dict[int, int]], partitions: int, delay: int, *,
-              idle_partitions: bool) -> Iterator[tuple[Row, int]]:
-    """The records (`p`, `o`, `t`) in the order a run reads them, each with the watermark after it: run by
-    run (`runs`: where each began, per partition; records before the first form one run), partition by
-    partition, in offset order. A partition's watermark is its highest time so far minus `delay`; the
-    source's the lowest over the run's partitions with records (every partition when idleness is off;
-    one without any time yet holds it at the minimum)."""
+              idle_partitions: bool) -> tuple[list[tuple[Row, int]], int]:
+    """The records (`p`, `o`, `t`) in the order the runs read them, each with the watermark it met, and the
+    watermark after the last: run by run (`runs`: where each began, per partition; records before the
+    first are of it), partition by partition, in offset order (`_floors` says which watermark)."""
     starts = {p: [r.get(p, 0) for r in runs] for p in range(partitions)}
 
     def run_of(record: Row) -> int:
-        return bisect.bisect_right(starts[record["p"]], record["o"])
+        return max(0, bisect.bisect_right(starts[record["p"]], record["o"]) - 1)
 
-    highest: dict[int, int] = {}
+    ordered = sorted(records, key=lambda r: (run_of(r), r["p"], r["o"]))
+    highest: dict[int, dict[int, int | None]] = {}
+    for record in ordered:
+        read = highest.setdefault(run_of(record), {})
+        moment, known = record["t"], read.get(record["p"])
+        read[record["p"]] = known if moment is None else moment if known is None else max(known, moment)
+    floors, final = _floors(highest, partitions, delay, idle_partitions=idle_partitions)
+    own: dict[int, int] = {}  # per partition, its highest time so far
+    arrivals: list[tuple[Row, int]] = []
+    for record in ordered:
+        floor, mine = floors[(run_of(record), record["p"])], own.get(record["p"])
+        arrivals.append((record, max(floor.start, min(floor.others, MIN_WATERMARK if mine is None else mine - delay))))
+        if record["t"] is not None:
+            own[record["p"]] = record["t"] if mine is None else max(mine, record["t"])
+    return arrivals, final
+
+
+@dataclass(frozen=True)
+class _Floor:
+    """While a run reads one of its partitions: the watermark when the run began, and the lowest of the
+    run's other partitions' watermarks (those read before it at their highest of the run, those after it
+    at their highest before the run). A record of the partition met max(start, min(others, its own))."""
+
+    start: int
+    others: int
+
+
+def _floors(highest: Mapping[int, Mapping[int, int | None]], partitions: int, delay: int, *,
+            idle_partitions: bool) -> tuple[dict[tuple[int, int], _Floor], int]:
+    """Per run and partition it read (`highest`: run -> partition -> its highest time in the run, None
+    when all NULL), the partition's `_Floor`; and the watermark after the last run. A partition's
+    watermark is its highest time so far minus `delay`, the source's the lowest over the run's partitions
+    (every partition when idleness is off; one without any time yet holds it at the minimum), never
+    decreasing; partitions idle in a run are left out from its start."""
+    seen: dict[int, int] = {}  # per partition, its highest time before the run
     watermark = MIN_WATERMARK
-    for _run, group in itertools.groupby(sorted(records, key=lambda r: (run_of(r), r["p"], r["o"])), key=run_of):
-        read = list(group)
-        active = sorted({int(r["p"]) for r in read}) if idle_partitions else range(partitions)
-        for record in read:
-            if record["t"] is not None:
-                highest[record["p"]] = max(highest.get(record["p"], record["t"]), record["t"])
-            lows = [highest.get(p) for p in active]
-            if all(low is not None for low in lows):
-                watermark = max(watermark, min(low for low in lows if low is not None) - delay)
-            yield record, watermark
+    floors: dict[tuple[int, int], _Floor] = {}
+    for run in sorted(highest):
+        read = highest[run]
+        active = sorted(read) if idle_partitions else list(range(partitions))
+        watermark = _raised(watermark, [seen.get(p) for p in active], delay)
+        after = dict(seen)
+        for partition, moment in read.items():
+            if moment is not None:
+                after[partition] = max(after.get(partition, moment), moment)
+        for partition in read:
+            others = [(after if q < partition else seen).get(q) for q in active if q != partition]
+            floors[(run, partition)] = _Floor(watermark, MAX_WATERMARK if not others else _raised(
+                MIN_WATERMARK, others, delay))
+        watermark = _raised(watermark, [after.get(p) for p in active], delay)
+        seen = after
+    return floors, watermark
+
+
+def _raised(watermark: int, highest: list[int | None], delay: int) -> int:
+    """The watermark once partitions of these highest times count: their lowest minus the delay, unless
+    one has none yet (it holds the watermark), never lower than `watermark`."""
+    if not highest or any(h is None for h in highest):
+        return watermark
+    return max(watermark, min(h for h in highest if h is not None) - delay)
 
 
 def _seen(rule: LateRule) -> Column:

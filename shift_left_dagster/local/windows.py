@@ -19,8 +19,9 @@ Within one run the watermark advances record by record as in Flink: a TUMBLE, HO
 straight from a table gets each record's arrival watermark (ARRIVAL_WATERMARK, late_rows.py: what the
 records before it moved the watermark to) and a record counts only in the windows not fired at its
 arrival, window_end - 1 ms above that watermark. So a row older than one already read in the same
-run is as late as in Flink (where the outcome does not depend on arrival order: one source, one
-partition; elsewhere the column holds the lowest watermark and only the run's watermark gates).
+run is as late as in Flink (over one source; a table of several partitions read one partition after
+another, late_rows.py; over several sources the column holds the lowest watermark and only the run's
+watermark gates).
 
 A window aggregation that feeds another window TVF (cascaded windows) is not gated from below: each
 run recomputes all its windows fired so far (window_end - 1 ms <= :sl_fired_until), so the outer

@@ -108,19 +108,30 @@ def read_order(runs: Sequence[Sequence[int]]) -> list[int]:
 def arrival_watermarks(runs: Sequence[Sequence[tuple[int, datetime | None]]], delay_ms: int
                        ) -> tuple[list[list[datetime | None]], datetime | None]:
     """Per run, per row in read order (`runs`: each run's rows as (partition, event time) in read order),
-    the source's watermark after it (None: none yet); and the watermark after the last run."""
+    the source's watermark after it (None: none yet); and the watermark after the last run. A partition
+    without rows in a run is idle for the whole run: the watermark it held back rises as the run begins,
+    which Flink meets after the previous run's last row."""
     highest: dict[int, datetime] = {}
     watermark: datetime | None = None
     found: list[list[datetime | None]] = []
+
+    def raised(current: datetime | None, partitions: list[int]) -> datetime | None:
+        if not partitions or any(p not in highest for p in partitions):
+            return current
+        low = _minus(min(highest[p] for p in partitions), delay_ms)
+        return low if current is None else max(current, low)
+
     for rows in runs:
         active = sorted({p for p, _ in rows})
+        watermark = raised(watermark, active)
+        previous = next((run for run in reversed(found) if run), None)
+        if previous is not None and watermark is not None:
+            previous[-1] = watermark if previous[-1] is None else max(previous[-1], watermark)
         after: list[datetime | None] = []
         for partition, moment in rows:
             if moment is not None:
                 highest[partition] = max(highest.get(partition, moment), moment)
-            if all(p in highest for p in active):
-                low = _minus(min(highest[p] for p in active), delay_ms)
-                watermark = low if watermark is None else max(watermark, low)
+            watermark = raised(watermark, active)
             after.append(watermark)
         found.append(after)
     return found, watermark

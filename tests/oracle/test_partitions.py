@@ -50,3 +50,10 @@ def test_a_partition_without_a_time_holds_the_watermark_and_an_idle_one_does_not
 def test_the_watermark_never_decreases() -> None:
     found, final = arrival_watermarks([[(0, at(20))], [(1, at(5))]], 0)
     assert found == [[at(20)], [at(20)]] and final == at(20)
+
+
+def test_a_partition_idle_in_a_run_stops_holding_the_watermark_as_the_run_begins() -> None:
+    # run 1 reads both partitions (partition 1 holds the watermark at 10:05); run 2 only partition 0:
+    # partition 1 is idle for it, so the watermark rises to 10:20 before its first row (after run 1's last)
+    found, final = arrival_watermarks([[(0, at(20)), (1, at(5))], [(0, at(25))]], 0)
+    assert found == [[None, at(20)], [at(25)]] and final == at(25)
