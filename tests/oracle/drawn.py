@@ -29,7 +29,7 @@ JSON = "STRING /* json */"  # a STRING column holding JSON documents (and some t
 TYPES = (*SCALARS, *NESTED, JSON)
 _BASE = datetime(2026, 3, 1, 10, 0, 0)
 _WITH = "DISTRIBUTED INTO 1 BUCKETS WITH ('changelog.mode' = '{mode}', 'value.format' = 'avro-registry')"
-_KEYED = ("DISTRIBUTED BY HASH({key}) INTO 1 BUCKETS WITH ('changelog.mode' = '{mode}', "
+_KEYED = ("DISTRIBUTED BY HASH({key}) INTO {buckets} BUCKETS WITH ('changelog.mode' = '{mode}', "
           "'value.format' = 'avro-registry')")
 
 
@@ -50,6 +50,7 @@ class Table:
     upsert: bool
     time: str | None = None  # None, "rowtime", "declared" or "computed"
     delay_s: int = 0  # a declared or computed watermark's delay
+    buckets: int = 1  # partitions (hashed by k when more than one): each run reads them one after another
 
     @property
     def time_column(self) -> str:
@@ -80,7 +81,8 @@ class Table:
         if self.upsert:
             lines.append("PRIMARY KEY (k) NOT ENFORCED")
         mode = "upsert" if self.upsert else "append"
-        distribution = _KEYED.format(key="k", mode=mode) if self.upsert else _WITH.format(mode=mode)
+        distribution = _KEYED.format(key="k", mode=mode, buckets=self.buckets) if self.upsert or self.buckets > 1 \
+            else _WITH.format(mode=mode)
         return f"CREATE TABLE {self.name} (\n  " + ",\n  ".join(lines) + f"\n) {distribution}"
 
 
@@ -128,11 +130,13 @@ def event_time() -> st.SearchStrategy[str]:
 
 @st.composite
 def tables(draw: st.DrawFn, name: str, *, upsert: bool | None = None, time: bool = False,
-           types: tuple[str, ...] = TYPES, width: tuple[int, int] = (1, 4)) -> Table:
+           types: tuple[str, ...] = TYPES, width: tuple[int, int] = (1, 4), partitioned: bool = False) -> Table:
+    """A table; `partitioned`: of one to three partitions (an append table with an event time)."""
     columns = tuple((f"c{i}", draw(st.sampled_from(types))) for i in range(draw(st.integers(*width))))
     kind = draw(st.sampled_from(["rowtime", "declared", "computed"])) if time else None
     return Table(name=name, columns=columns, upsert=draw(st.booleans()) if upsert is None else upsert,
-                 time=kind, delay_s=draw(st.sampled_from([0, 0, 60])) if kind in ("declared", "computed") else 0)
+                 time=kind, delay_s=draw(st.sampled_from([0, 0, 60])) if kind in ("declared", "computed") else 0,
+                 buckets=draw(st.sampled_from([1, 2, 3])) if partitioned else 1)
 
 
 @st.composite
@@ -154,7 +158,7 @@ def assemble(name: str, sources: list[Table], sink_columns: list[tuple[str, str]
     lines = [f"{n} {t}" for n, t in sink_columns]
     if key:
         lines.append(f"PRIMARY KEY ({', '.join(key)}) NOT ENFORCED")
-        distribution = _KEYED.format(key=", ".join(key), mode=sink_mode)
+        distribution = _KEYED.format(key=", ".join(key), mode=sink_mode, buckets=1)
     else:
         distribution = _WITH.format(mode=sink_mode)
     sink = f"CREATE TABLE {name}_sink (\n  " + ",\n  ".join(lines) + f"\n) {distribution}"

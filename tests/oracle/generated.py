@@ -80,7 +80,8 @@ def split_variants(generated: list[Generated]) -> tuple[list[Case], dict[str, st
     """For each single-source case, its rows in one run (cut after the first row when the case has them in
     one run); for each outer interval join and LEFT temporal join, its first source's rows in one run and the
     other's in the next (judged on the changelog kinds only: drawn.idle_between): (the variant cases, variant
-    name -> the case whose Flink result it must match)."""
+    name -> the case whose Flink result it must match; over several partitions, harness.run_oracle runs
+    the variant on Flink too)."""
     variants: list[Case] = []
     original: dict[str, str] = {}
     for drawn in generated:

@@ -2,8 +2,10 @@
 cascade over window_time), OVER aggregates, deduplication and Top-N (ROW_NUMBER), interval joins
 and event-time temporal joins against a versioned table declared with a primary key.
 
-Every event-time query reads tables of one partition whose time attribute is `$rowtime`, a declared
-or a computed column; rows arrive out of order and with tied times, so late rows are in play.
+Every event-time query reads tables whose time attribute is `$rowtime`, a declared or a computed
+column; rows arrive out of order and with tied times, so late rows are in play. A window, OVER or
+deduplication reads a table of one to three partitions (hashed by k): a run reads them one after another,
+each partition's watermark its own, the source's the lowest (tests/oracle/partitions.py).
 
 Two-input event-time operators are drawn where Flink's result does not depend on how the reads of
 the two inputs interleave (the oracle's Flink reads both files at once, as Confluent reads two topics):
@@ -40,7 +42,7 @@ def _window_call(draw: st.DrawFn, source: str, time: str) -> tuple[str, str]:
 
 @st.composite
 def window_cases(draw: st.DrawFn, name: str) -> Generated:
-    table = draw(tables(f"{name}_t", upsert=False, time=True, types=_SMALL, width=(1, 2)))
+    table = draw(tables(f"{name}_t", upsert=False, time=True, types=_SMALL, width=(1, 2), partitioned=True))
     data = draw(rows(table, count=(3, 9)))
     call, feature = _window_call(draw, table.name, table.time_column)
     by_key = draw(st.booleans())
@@ -55,7 +57,7 @@ def window_cases(draw: st.DrawFn, name: str) -> Generated:
     sink = [("window_start", "TIMESTAMP(3)"), ("window_end", "TIMESTAMP(3)"), *([("k", "STRING")] if by_key else []),
             *((f"a{i}", t) for i, (_, t) in enumerate(chosen))]
     case = assemble(name, [table], sink, dml, [], "append", {table.name: data}, draw(st.integers(0, len(data))))
-    features = [feature, f"time:{table.time}"] + (["by_key"] if by_key else [])
+    features = [feature, f"time:{table.time}", f"buckets:{table.buckets}"] + (["by_key"] if by_key else [])
     return Generated(case=case, kind="window", features=features)
 
 
@@ -75,7 +77,7 @@ def cascade_cases(draw: st.DrawFn, name: str) -> Generated:
 
 @st.composite
 def over_cases(draw: st.DrawFn, name: str) -> Generated:
-    table = draw(tables(f"{name}_t", upsert=False, time=True, types=("INT",), width=(1, 1)))
+    table = draw(tables(f"{name}_t", upsert=False, time=True, types=("INT",), width=(1, 1), partitioned=True))
     data = draw(rows(table, count=(3, 9)))
     frame, feature = draw(st.sampled_from([
         ("RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW", "unbounded"),
@@ -86,7 +88,8 @@ def over_cases(draw: st.DrawFn, name: str) -> Generated:
            f"FROM {source[1]} WINDOW w AS (PARTITION BY k ORDER BY {table.time_column} {frame})")
     sink = [("k", "STRING"), ("c0", "INT"), ("total", "INT"), ("n", "BIGINT")]
     case = assemble(name, [table], sink, dml, [], "append", {table.name: data}, draw(st.integers(0, len(data))))
-    return Generated(case=case, kind="over", features=[f"over:{feature}", f"time:{table.time}", f"input:{shape}"])
+    return Generated(case=case, kind="over", features=[f"over:{feature}", f"time:{table.time}", f"input:{shape}",
+                                                       f"buckets:{table.buckets}"])
 
 
 def _over_input(draw: st.DrawFn, table: str, time: str) -> tuple[tuple[str, str], str]:
@@ -104,7 +107,7 @@ def _over_input(draw: st.DrawFn, table: str, time: str) -> tuple[tuple[str, str]
 
 @st.composite
 def dedup_cases(draw: st.DrawFn, name: str) -> Generated:
-    table = draw(tables(f"{name}_t", upsert=False, time=True, types=_SMALL, width=(1, 1)))
+    table = draw(tables(f"{name}_t", upsert=False, time=True, types=_SMALL, width=(1, 1), partitioned=True))
     data = draw(rows(table, count=(3, 9)))
     last = draw(st.booleans())
     dml = (f"INSERT INTO {name}_sink SELECT k, c0 FROM (SELECT k, c0, ROW_NUMBER() OVER (PARTITION BY k ORDER BY "
@@ -112,7 +115,8 @@ def dedup_cases(draw: st.DrawFn, name: str) -> Generated:
     sink = [("k", "STRING NOT NULL" if last else "STRING"), ("c0", table.columns[0][1])]
     case = assemble(name, [table], sink, dml, ["k"] if last else [], "upsert" if last else "append",
                     {table.name: data}, draw(st.integers(0, len(data))))
-    return Generated(case=case, kind="dedup", features=["keep_last" if last else "keep_first", f"time:{table.time}"])
+    return Generated(case=case, kind="dedup", features=["keep_last" if last else "keep_first", f"time:{table.time}",
+                                                        f"buckets:{table.buckets}"])
 
 
 @st.composite

@@ -56,9 +56,11 @@ def require_pyflink() -> None:
 def run_oracle(cases: list[Case], url: str, data_dir: Path, spark: SparkSession, *, each: bool = False,
                variants: list[Case] | None = None, original: dict[str, str] | None = None) -> OracleRun:
     """Both engines on the cases; `variants` run only locally and are judged against the Flink result
-    of their `original` case (the same rows cut into other engine runs)."""
+    of their `original` case (the same rows cut into other engine runs), or, over a table of several
+    partitions, where Flink's result depends on the runs (partitions.py), on Flink too, given the same runs."""
+    own = [v for v in variants or [] if any(t.partitions > 1 for t in v.sources)]
     with ThreadPoolExecutor(max_workers=1) as pool:
-        flink_future = pool.submit(_timed, lambda: run_flink(cases, each=each))
+        flink_future = pool.submit(_timed, lambda: run_flink([*cases, *own], each=each))
         local_started = time.monotonic()
         phases: dict[str, float] = {}
         local = run_local([*cases, *(variants or [])], url, data_dir, spark, phases)
@@ -66,7 +68,7 @@ def run_oracle(cases: list[Case], url: str, data_dir: Path, spark: SparkSession,
         flink, flink_seconds = flink_future.result()
     began = time.monotonic()
     expected = {c.name: flink[c.name] for c in cases}
-    expected |= {v.name: flink[(original or {})[v.name]] for v in variants or []}
+    expected |= {v.name: flink[v.name if v in own else (original or {})[v.name]] for v in variants or []}
     verdicts = compare_all(expected, local, spark,
                            kinds_only={c.name for c in [*cases, *(variants or [])] if not c.judge_rows})
     return OracleRun(verdicts=verdicts, flink_seconds=flink_seconds, local_seconds=local_seconds,

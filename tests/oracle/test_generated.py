@@ -1,7 +1,8 @@
 """Differential test with generated queries: cases drawn by hypothesis (generated.py) with a fixed
 seed, run on Apache Flink and on the local service in one batch each, must agree; and the second
 property: each single-source case's rows cut into other engine runs leave the same local result
-(judged against the same Flink result), and an outer interval join or LEFT temporal join given one
+(judged against the same Flink result; over a table of several partitions, whose result Flink makes
+depend on the runs, against Flink given the same runs), and an outer interval join or LEFT temporal join given one
 source's rows in a run and the other's in the next never retracts a row it emitted.
 
 CI-sized: SL_GENERATED_CASES cases (default 24) of seed SL_GENERATED_SEED (default 26), and
