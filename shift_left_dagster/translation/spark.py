@@ -834,17 +834,21 @@ def _cast_from_string(node: exp.Cast) -> exp.Expr:
     truncated to its integer ('-3.9' is -3), a year or a year-month read as their first day ('42' is
     0042-01-01, '2026-3' is 2026-03-01), a timestamp read as its date. What Flink can not parse is
     NULL for TRY_CAST; CAST leaves it to Spark's cast, which fails on it as Flink does. Spark's type
-    of x picks the branch when it analyses the query (typeof folds away)."""
+    of x picks the branch when it analyses the query (typeof folds away). A number that does not fit
+    the DECIMAL is NULL, as Flink makes it (DecimalData.fromBigDecimal), where Spark's cast fails."""
     operand, kind = node.this, node.to
+    other: exp.Expr = exp.TryCast(this=operand.copy(), to=kind.copy(), safe=True) \
+        if kind.this == exp.DataType.Type.DECIMAL else node
     if _never_a_string(operand):  # (the parse would be a branch Spark analyses and optimizes for nothing)
-        return node
+        return other
     if kind.this in _INTEGERS:  # sign and integer digits, a 0 between: '-.5' is -0
         parsed = spark_template(f"CASE WHEN regexp_like({{s}}, '{_INTEGER}') THEN regexp_replace("
                                 f"regexp_extract({{s}}, '^ *([+-]?[0-9]*)', 1), '^([+-]?)', '$10') END", s=operand)
     elif kind.this == exp.DataType.Type.DECIMAL:
         precision, scale = [int(p.name) for p in kind.expressions] + [10, 0][len(kind.expressions):]
         if precision > _FAST_DIGITS:  # Flink parses it as Java's BigDecimal does, as Spark's cast
-            return node
+            return exp.If(this=exp.EQ(this=exp.Anonymous(this="typeof", expressions=[operand.copy()]),
+                                      expression=exp.Literal.string("string")), true=node.copy(), false=other)
         parsed = _fast_decimal(operand, precision, scale)
     else:  # the year padded to 4 digits, as Spark's cast reads it
         head = spark_template(r"regexp_extract(regexp_replace({s}, '^\\s+|\\s+$', ''), '^[^ ]*', 0)", s=operand)
@@ -853,7 +857,7 @@ def _cast_from_string(node: exp.Cast) -> exp.Expr:
     lax = exp.TryCast(this=parsed, to=kind.copy(), safe=True)
     value = lax if isinstance(node, exp.TryCast) else exp.Coalesce(this=lax, expressions=[node.copy()])
     return exp.If(this=exp.EQ(this=exp.Anonymous(this="typeof", expressions=[operand.copy()]),
-                              expression=exp.Literal.string("string")), true=value, false=node.copy())
+                              expression=exp.Literal.string("string")), true=value, false=other.copy())
 
 
 # What Spark never types STRING: arithmetic and SUM/AVG (a DOUBLE over strings), COUNT
