@@ -839,6 +839,8 @@ def _cast_from_string(node: exp.Cast) -> exp.Expr:
     operand, kind = node.this, node.to
     other: exp.Expr = exp.TryCast(this=operand.copy(), to=kind.copy(), safe=True) \
         if kind.this == exp.DataType.Type.DECIMAL else node
+    if kind.this in _INTEGERS and not isinstance(node, exp.TryCast):
+        other = _narrowed(operand, kind, node)
     if _never_a_string(operand):  # (the parse would be a branch Spark analyses and optimizes for nothing)
         return other
     if kind.this in _INTEGERS:  # sign and integer digits, a 0 between: '-.5' is -0
@@ -858,6 +860,44 @@ def _cast_from_string(node: exp.Cast) -> exp.Expr:
     value = lax if isinstance(node, exp.TryCast) else exp.Coalesce(this=lax, expressions=[node.copy()])
     return exp.If(this=exp.EQ(this=exp.Anonymous(this="typeof", expressions=[operand.copy()]),
                               expression=exp.Literal.string("string")), true=value, false=other.copy())
+
+
+_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
+         exp.DataType.Type.BIGINT: 64}
+_WIDER = {8: "'smallint', 'int', 'bigint'", 16: "'int', 'bigint'", 32: "'bigint'", 64: "''"}
+
+
+def _narrowed(operand: exp.Expr, kind: exp.DataType, cast: exp.Expr) -> exp.Expr:
+    """CAST of a number to an integer type too narrow for it, as Flink's generated Java casts it (where
+    Spark's ANSI cast fails): a wider integer or a DECIMAL wraps, two's complement of its integer part
+    (a DECIMAL truncated: BigDecimal.longValue); a DOUBLE or FLOAT saturates into INT's or BIGINT's range,
+    NaN being 0, and then wraps into a narrower type ((byte) (int) d). Any other operand keeps `cast`.
+    Spark's type of the operand picks the branch when it analyses the query, so each branch reads the
+    number from its text, which every type casts to and the unused branches analyse over."""
+    bits = _BITS[kind.this]
+    target = kind.sql(dialect="spark")
+
+    def wrapped(value: str) -> str:  # an integral value (no bigger than DECIMAL(38, 0)) into `bits`
+        size, half = 2 ** bits, 2 ** (bits - 1)
+        rest = f"pmod({value}, {size})"
+        return f"CAST(IF({rest} >= {half}, {rest} - {size}, {rest}) AS {target})"
+
+    whole = wrapped("CAST(regexp_extract(CAST({x} AS STRING), '^-?[0-9]+', 0) AS DECIMAL(38, 0))")
+    real = "CAST(CAST({x} AS STRING) AS DOUBLE)"
+    if bits == 64:
+        saturated = (f"CAST(CASE WHEN isnan({real}) THEN 0 WHEN {real} >= 9.223372036854775807E18 THEN "
+                     f"9223372036854775807 WHEN {real} <= -9.223372036854775808E18 THEN -9223372036854775808 "
+                     f"ELSE CAST({real} AS BIGINT) END AS BIGINT)")
+    else:
+        as_int = (f"CAST(CASE WHEN isnan({real}) THEN 0 WHEN {real} > 2147483647 THEN 2147483647 WHEN {real} < "
+                  f"-2147483648 THEN -2147483648 ELSE {real} END AS INT)")
+        saturated = as_int if bits == 32 else wrapped(as_int)
+    kind_of = spark_template("typeof({x})", x=operand)
+    return exp.If(
+        this=spark_template(f"{{k}} IN ({_WIDER[bits]}) OR {{k}} LIKE 'decimal%'", k=kind_of),
+        true=spark_template(whole, x=operand),
+        false=exp.If(this=spark_template("{k} IN ('float', 'double')", k=kind_of),
+                     true=spark_template(saturated, x=operand), false=cast.copy()))
 
 
 # What Spark never types STRING: arithmetic and SUM/AVG (a DOUBLE over strings), COUNT

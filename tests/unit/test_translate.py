@@ -152,5 +152,17 @@ def test_functions_whose_spark_form_differs(flink: str, spark_sql: str):
 def test_a_cast_parses_a_string_only_where_the_operand_can_be_one(sql: str, parsed: bool):
     """Flink parses a STRING cast to a number or DATE its own way (a branch Spark picks by the operand's
     type); arithmetic and number literals are never strings (Spark computes arithmetic on a string as a
-    DOUBLE), so their CAST is the plain one, which Spark analyses and optimizes without the branch."""
-    assert ("TYPEOF(" in spark(sql)) is parsed
+    DOUBLE), so their CAST has no such branch for Spark to analyse and optimize."""
+    assert ("= 'string'" in spark(sql)) is parsed
+
+
+@pytest.mark.parametrize(("sql", "narrowed"), [
+    ("SELECT CAST(v + 1 AS INT) FROM t", True),
+    ("SELECT CAST(v AS TINYINT) FROM t", True),
+    ("SELECT CAST(v AS DECIMAL(12, 2)) FROM t", False),
+    ("SELECT TRY_CAST(v AS INT) FROM t", False),
+])
+def test_a_cast_to_an_integer_type_wraps_or_saturates_as_flink(sql: str, narrowed: bool):
+    """A number too wide for an integer type is wrapped or saturated as Flink's Java does (Spark's ANSI
+    cast fails): a branch by the operand's type (`_narrowed`; oracle case cast_integer_narrowing)."""
+    assert ("LIKE 'decimal%'" in spark(sql)) is narrowed
