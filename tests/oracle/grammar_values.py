@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from tests.oracle.drawn import JSON, NUMBERS, Generated, Table, assemble, rows, sink_type, tables
 
 _PLUS = {"INT": "INT", "BIGINT": "BIGINT", "DOUBLE": "DOUBLE", "DECIMAL(10, 2)": "DECIMAL(11, 2)"}
+_NARROWER = {"INT": "TINYINT", "BIGINT": "INT", "DOUBLE": "SMALLINT", "DECIMAL(20, 4)": "INT"}
 
 
 @st.composite
@@ -25,6 +26,8 @@ def scalar(draw: st.DrawFn, table: Table, alias: str = "t") -> tuple[str, str, s
                     (f"COALESCE({column}, 0)", kind, f"coalesce:{kind}"),
                     (f"CAST({column} AS DOUBLE)", "DOUBLE", f"cast_double:{kind}"),
                     (f"CAST({column} AS DECIMAL(12, 1))", "DECIMAL(12, 1)", f"cast_decimal:{kind}")]
+    if kind in _NARROWER:  # a narrowing CAST: Flink wraps an integer or a DECIMAL, saturates a DOUBLE
+        choices.append((f"CAST({column} AS {_NARROWER[kind]})", _NARROWER[kind], f"narrow:{kind}"))
     if kind == "DECIMAL(20, 4)":
         choices += [(f"{column} * 2", "DECIMAL(21, 4)", "decimal_times"),
                     (f"CAST({column} AS BIGINT)", "BIGINT", "decimal_to_bigint")]
