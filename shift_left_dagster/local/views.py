@@ -104,8 +104,9 @@ class TableViews:
         removed; its records as they are when they hold each key once and delete nothing), else the
         rows inserted and not retracted; without the records at `skip` (partition -> offsets: the late
         rows an event-time operator dropped, late_rows.py). `arrival` 1 (or -1) adds each row's offset
-        (negated) as ARRIVAL, for a query that orders by arrival; `clearings` (how many times a key's state
-        was cleared -> partition -> offsets kept after) adds that number as CLEARINGS (0 elsewhere)."""
+        (negated; over several partitions offset-major, partition-minor) as ARRIVAL, for a query that
+        orders by arrival; `clearings` (how many times a key's state was cleared -> partition -> offsets
+        kept after) adds that number as CLEARINGS (0 elsewhere)."""
         records = self.logs.read(table, ranges, producer)
         if skip:
             records = records.where(~at_offsets(skip))
@@ -119,7 +120,10 @@ class TableViews:
         elif any(b.retractions for b in self.logs.store.batches(table.uid)):
             records = self._cancel_retractions(table, records)
         # else every record is +I or +U: the table is its records, $op unread
-        ordered = [(F.col(f"`{OFFSET}`") * arrival).alias(ARRIVAL)] if arrival else []
+        # over several partitions, offset then partition: one deterministic interleaving (ties never flip)
+        position = F.col(f"`{OFFSET}`") if table.partitions == 1 else \
+            F.col(f"`{OFFSET}`") * table.partitions + F.col(f"`{PARTITION}`")
+        ordered = [(position * arrival).alias(ARRIVAL)] if arrival else []
         if clearings is not None:
             count = reduce(lambda chain, case: chain.when(at_offsets(case[1]), case[0]), clearings.items(), F)
             ordered.append((count.otherwise(0) if clearings else F.lit(0)).alias(CLEARINGS))
